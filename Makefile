@@ -1,0 +1,68 @@
+# Targets for building, testing and running the RocketMQ operator, broker and name server.
+# Everything a target needs is installed through the Go module proxy or Maven Central.
+
+GO ?= go
+BIN := $(CURDIR)/bin
+GOFLAGS_STATIC := CGO_ENABLED=0
+LDFLAGS := -s -w
+FUZZTIME ?= 60s
+QUICKSTART_DIR ?= $(CURDIR)/.quickstart
+
+.PHONY: all
+all: build
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/namesrv, bin/broker and bin/manager as static binaries.
+	$(GOFLAGS_STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+.PHONY: fmt
+fmt: ## gofmt the tree.
+	$(GO) fmt ./...
+
+.PHONY: vet
+vet: ## go vet the tree.
+	$(GO) vet ./...
+
+.PHONY: generate
+generate: ## Generate DeepCopy methods for the API types.
+	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate CRDs and RBAC under config/ (and the chart's copy of the CRDs).
+	$(GO) tool controller-gen rbac:roleName=manager-role crd webhook paths=./api/... paths=./controllers/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	hack/sync-chart-crds.sh
+
+##@ Test
+
+.PHONY: envtest
+envtest: ## Build (once, cached outside the clone) kube-apiserver and etcd for envtest.
+	@hack/envtest.sh
+
+.PHONY: test
+test: vet ## Run every test: unit, storage, protocol, name server, envtest suites and e2e.
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test -count=1 -timeout 40m ./...
+
+.PHONY: test-compat
+test-compat: build ## Compatibility suite against the official Java client and Java broker.
+	hack/compat.sh
+
+.PHONY: fuzz
+fuzz: ## Fuzz the remoting frame and header decoders for FUZZTIME (default 60s).
+	$(GO) test ./pkg/remoting -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME)
+
+.PHONY: bench
+bench: ## Run the Go benchmarks (protocol and storage).
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./broker/...
+
+##@ Run
+
+.PHONY: quickstart
+quickstart: build ## Run a name server and a broker on loopback until Ctrl-C.
+	hack/quickstart.sh "$(QUICKSTART_DIR)"
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-14s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
