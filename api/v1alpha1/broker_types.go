@@ -1,0 +1,181 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BrokerRole is the role of the master of every group; slaves are always SLAVE.
+// +kubebuilder:validation:Enum=ASYNC_MASTER;SYNC_MASTER
+type BrokerRole string
+
+// FlushDiskType is broker.conf flushDiskType.
+// +kubebuilder:validation:Enum=ASYNC_FLUSH;SYNC_FLUSH
+type FlushDiskType string
+
+// BrokerSpec is the desired state of a broker cluster: Groups broker groups named broker-a,
+// broker-b, ..., each one StatefulSet whose ordinal is the brokerId (0 = master).
+// +kubebuilder:validation:XValidation:rule="has(self.nameServerRef) != has(self.nameServerAddresses)",message="set exactly one of nameServerRef or nameServerAddresses"
+// +kubebuilder:validation:XValidation:rule="self.brokerRole != 'SYNC_MASTER' || self.replicasPerGroup >= 2",message="brokerRole SYNC_MASTER needs replicasPerGroup >= 2 (a master waits for a slave on every write)"
+type BrokerSpec struct {
+	ContainerSpec `json:",inline"`
+
+	// brokerClusterName of every broker; immutable.
+	// +kubebuilder:default=DefaultCluster
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable"
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// NameServerRef names a NameServer in the same namespace.
+	// +optional
+	NameServerRef *LocalObjectReference `json:"nameServerRef,omitempty"`
+
+	// NameServerAddresses lists name servers outside this namespace as host:port.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9.-]+:[0-9]{1,5}$`
+	// +optional
+	NameServerAddresses []string `json:"nameServerAddresses,omitempty"`
+
+	// Number of broker groups (broker-a, broker-b, ...).
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=26
+	// +optional
+	Groups int32 `json:"groups,omitempty"`
+
+	// Pods per group: one master plus replicasPerGroup-1 slaves.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	ReplicasPerGroup int32 `json:"replicasPerGroup,omitempty"`
+
+	// Role of each group's master.
+	// +kubebuilder:default=ASYNC_MASTER
+	// +optional
+	BrokerRole BrokerRole `json:"brokerRole,omitempty"`
+
+	// +kubebuilder:default=ASYNC_FLUSH
+	// +optional
+	FlushDiskType FlushDiskType `json:"flushDiskType,omitempty"`
+
+	// Port the broker listens on (broker.conf listenPort); the HA port is listenPort+1 and
+	// the fast channel listenPort-2.
+	// +kubebuilder:default=10911
+	// +kubebuilder:validation:Minimum=1026
+	// +kubebuilder:validation:Maximum=65534
+	// +optional
+	ListenPort int32 `json:"listenPort,omitempty"`
+
+	// Config holds extra broker.conf keys. Keys the operator owns are refused.
+	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['brokerClusterName', 'brokerName', 'brokerId', 'brokerRole', 'namesrvAddr', 'listenPort', 'storePathRootDir', 'storePathCommitLog', 'flushDiskType', 'brokerIP1', 'brokerIP2', 'haListenPort']))",message="config must not set keys the operator owns: brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, listenPort, storePathRootDir, storePathCommitLog, flushDiskType, brokerIP1, brokerIP2, haListenPort"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z][a-zA-Z0-9.]*$'))",message="config keys must be broker.conf field names (letters, digits, dots)"
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+
+	// +kubebuilder:default={}
+	// +optional
+	Storage BrokerStorage `json:"storage,omitempty"`
+}
+
+// BrokerStorage is the PersistentVolumeClaim each broker pod gets for its store.
+type BrokerStorage struct {
+	// Size of each pod's claim; immutable (StatefulSet volume claims cannot change).
+	// +kubebuilder:default="20Gi"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage.size is immutable"
+	// +optional
+	Size resource.Quantity `json:"size,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage.storageClassName is immutable"
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// What happens to a pod's claim when replicasPerGroup or groups shrink.
+	// +kubebuilder:default=Retain
+	// +optional
+	WhenScaled ReclaimPolicy `json:"whenScaled,omitempty"`
+	// What happens to the claims when the Broker is deleted.
+	// +kubebuilder:default=Retain
+	// +optional
+	WhenDeleted ReclaimPolicy `json:"whenDeleted,omitempty"`
+}
+
+// BrokerMember is one pod of a broker group.
+type BrokerMember struct {
+	// brokerId: 0 for the master, 1..N for slaves; equal to the pod ordinal.
+	BrokerID int32 `json:"brokerId"`
+	Pod      string `json:"pod"`
+	// Address is host:port of the pod's stable DNS name.
+	Address string `json:"address"`
+	Ready   bool   `json:"ready"`
+}
+
+// BrokerGroupStatus is one broker group (one brokerName).
+type BrokerGroupStatus struct {
+	BrokerName string `json:"brokerName"`
+	// +optional
+	Master *BrokerMember `json:"master,omitempty"`
+	// +optional
+	Slaves []BrokerMember `json:"slaves,omitempty"`
+}
+
+// BrokerStatus is the observed state of a broker cluster.
+type BrokerStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Ready pods of all groups, and pods wanted.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// Ready as "ready/wanted" pods, for kubectl get.
+	// +optional
+	ReadySummary string `json:"readySummary,omitempty"`
+	// NameServerAddress is the namesrvAddr every running broker was last told.
+	// +optional
+	NameServerAddress string `json:"nameServerAddress,omitempty"`
+	// +optional
+	Groups []BrokerGroupStatus `json:"groups,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Broker runs a RocketMQ broker cluster: one StatefulSet per broker group.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rmqbroker,categories=rocketmq
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Groups",type=integer,JSONPath=`.spec.groups`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.readySummary`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="NameServers",type=string,JSONPath=`.status.nameServerAddress`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Broker struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   BrokerSpec   `json:"spec"`
+	Status BrokerStatus `json:"status,omitempty"`
+}
+
+// BrokerList is a list of Broker.
+// +kubebuilder:object:root=true
+type BrokerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Broker `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Broker{}, &BrokerList{})
+}
+
+const (
+	AsyncMaster BrokerRole    = "ASYNC_MASTER"
+	SyncMaster  BrokerRole    = "SYNC_MASTER"
+	AsyncFlush  FlushDiskType = "ASYNC_FLUSH"
+	SyncFlush   FlushDiskType = "SYNC_FLUSH"
+)

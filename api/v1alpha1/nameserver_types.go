@@ -1,0 +1,96 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NameServerSpec is the desired state of a name server ensemble. Name servers share no
+// state, so every replica is equal and brokers register with all of them.
+// +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="persistence cannot be added or removed after creation (StatefulSet volume claims are immutable)"
+type NameServerSpec struct {
+	ContainerSpec `json:",inline"`
+
+	// Number of name server pods.
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// +kubebuilder:default={}
+	// +optional
+	Ports NameServerPorts `json:"ports,omitempty"`
+
+	// Persistence keeps the KV config (kvConfigPath) on a PersistentVolumeClaim per pod;
+	// without it the KV config lives in an emptyDir and is lost with the pod.
+	// +optional
+	Persistence *NameServerPersistence `json:"persistence,omitempty"`
+}
+
+// NameServerPorts are the ports a name server listens on.
+type NameServerPorts struct {
+	// Port clients and brokers connect to (namesrv.conf listenPort).
+	// +kubebuilder:default=9876
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	ListenPort int32 `json:"listenPort,omitempty"`
+}
+
+// NameServerPersistence describes the claim that holds the KV config.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="persistence is immutable"
+type NameServerPersistence struct {
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Size resource.Quantity `json:"size,omitempty"`
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// NameServerStatus is the observed state of a name server ensemble.
+type NameServerStatus struct {
+	// Generation of the spec the status reflects; set only after a successful reconcile.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Address is the namesrvAddr list of the stable pod DNS names, separated by ';'.
+	// +optional
+	Address string `json:"address,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NameServer runs RocketMQ name servers as a StatefulSet.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rmqns,categories=rocketmq
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.address`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NameServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NameServerSpec   `json:"spec"`
+	Status NameServerStatus `json:"status,omitempty"`
+}
+
+// NameServerList is a list of NameServer.
+// +kubebuilder:object:root=true
+type NameServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NameServer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&NameServer{}, &NameServerList{})
+}

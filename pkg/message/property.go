@@ -1,0 +1,145 @@
+package message
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Separators of the properties string: key NameValueSeparator value PropertySeparator.
+const (
+	NameValueSeparator = '\x01'
+	PropertySeparator  = '\x02'
+	// KeySeparator separates several keys inside the KEYS property.
+	KeySeparator = " "
+)
+
+// Standard property names.
+const (
+	PropertyKeys                      = "KEYS"
+	PropertyTags                      = "TAGS"
+	PropertyWaitStoreMsgOK            = "WAIT"
+	PropertyDelayTimeLevel            = "DELAY"
+	PropertyRetryTopic                = "RETRY_TOPIC"
+	PropertyRealTopic                 = "REAL_TOPIC"
+	PropertyRealQueueID               = "REAL_QID"
+	PropertyTransactionPrepared       = "TRAN_MSG"
+	PropertyProducerGroup             = "PGROUP"
+	PropertyMinOffset                 = "MIN_OFFSET"
+	PropertyMaxOffset                 = "MAX_OFFSET"
+	PropertyOriginMessageID           = "ORIGIN_MESSAGE_ID"
+	PropertyTransferFlag              = "TRANSFER_FLAG"
+	PropertyCorrectionFlag            = "CORRECTION_FLAG"
+	PropertyReconsumeTime             = "RECONSUME_TIME"
+	PropertyMsgRegion                 = "MSG_REGION"
+	PropertyTraceSwitch               = "TRACE_ON"
+	PropertyUniqClientMessageIDKey    = "UNIQ_KEY"
+	PropertyMaxReconsumeTimes         = "MAX_RECONSUME_TIMES"
+	PropertyConsumeStartTime          = "CONSUME_START_TIME"
+	PropertyTranPreparedQueueOffset   = "TRAN_PREPARED_QUEUE_OFFSET"
+	PropertyTransactionCheckTimes     = "TRANSACTION_CHECK_TIMES"
+	PropertyCheckImmunityTimeInSecond = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+	PropertyShardingKey               = "SHARDING_KEY"
+	PropertyTransactionID             = "__transactionId__"
+	PropertyInnerNum                  = "INNER_NUM"
+	PropertyInnerBase                 = "INNER_BASE"
+)
+
+// ErrBadProperties reports a properties string or map that cannot be encoded
+// unambiguously.
+var ErrBadProperties = errors.New("message: malformed properties")
+
+// EncodeProperties encodes m as key\x01value\x02 pairs, keys sorted so the
+// output is deterministic. Keys or values holding a separator byte, and empty
+// keys, are refused.
+func EncodeProperties(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	keys := make([]string, 0, len(m))
+	n := 0
+	for k, v := range m {
+		if k == "" || strings.ContainsAny(k, "\x01\x02") || strings.ContainsAny(v, "\x01\x02") {
+			return "", fmt.Errorf("%w: property %q", ErrBadProperties, k)
+		}
+		keys = append(keys, k)
+		n += len(k) + len(v) + 2
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(NameValueSeparator)
+		b.WriteString(m[k])
+		b.WriteByte(PropertySeparator)
+	}
+	return b.String(), nil
+}
+
+// DecodeProperties parses a properties string leniently, as the clients do:
+// items without exactly one name/value separator are skipped.
+func DecodeProperties(s string) map[string]string {
+	m := make(map[string]string)
+	for s != "" {
+		item := s
+		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
+			item, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		k, v, ok := strings.Cut(item, string(rune(NameValueSeparator)))
+		if ok && k != "" && !strings.ContainsRune(v, NameValueSeparator) {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// ValidateProperties checks that s is a sequence of key\x01value pairs
+// separated by \x02 (a trailing \x02 is allowed), with non-empty keys.
+func ValidateProperties(s string) error {
+	if len(s) > MaxPropertiesLength {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrBadProperties, len(s), MaxPropertiesLength)
+	}
+	for pos := 0; pos < len(s); {
+		end := strings.IndexByte(s[pos:], PropertySeparator)
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += pos
+		}
+		item := s[pos:end]
+		k, v, ok := strings.Cut(item, "\x01")
+		if !ok || k == "" || strings.IndexByte(v, NameValueSeparator) >= 0 {
+			return fmt.Errorf("%w: bad pair %q at byte %d", ErrBadProperties, item, pos)
+		}
+		pos = end + 1
+	}
+	return nil
+}
+
+// LookupProperty finds key in an encoded properties string without
+// allocating. It returns the value and whether the key was present.
+func LookupProperty(props []byte, key string) ([]byte, bool) {
+	for len(props) > 0 {
+		item := props
+		if i := bytes.IndexByte(props, PropertySeparator); i >= 0 {
+			item, props = props[:i], props[i+1:]
+		} else {
+			props = nil
+		}
+		i := bytes.IndexByte(item, NameValueSeparator)
+		if i == len(key) && string(item[:i]) == key {
+			return item[i+1:], true
+		}
+	}
+	return nil, false
+}
+
+// SplitKeys splits a KEYS property value into its non-empty keys.
+func SplitKeys(keys string) []string {
+	return strings.Fields(keys)
+}

@@ -1,0 +1,195 @@
+package remoting
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// ClientConfig configures a Client. Zero values take the defaults in brackets.
+type ClientConfig struct {
+	DialTimeout  time.Duration // [3s]
+	MaxFrameSize int           // [DefaultMaxFrameSize]
+	Logger       *slog.Logger  // [slog.Default()]
+}
+
+// Client invokes requests on remote servers, keeping one connection per address, and
+// serves the requests those servers send back over it.
+type Client struct {
+	cfg ClientConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	conns    map[string]*Conn
+	dialing  map[string]*dialCall
+	handlers map[int16]Handler
+	closed   bool
+}
+
+type dialCall struct {
+	done chan struct{}
+	conn *Conn
+	err  error
+}
+
+// NewClient returns a client with no connections.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 3 * time.Second
+	}
+	if cfg.MaxFrameSize <= 0 {
+		cfg.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Client{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		conns:    make(map[string]*Conn),
+		dialing:  make(map[string]*dialCall),
+		handlers: make(map[int16]Handler),
+	}
+}
+
+// Handle serves requests with code that servers send to this client.
+func (cl *Client) Handle(code int16, h Handler) {
+	cl.mu.Lock()
+	cl.handlers[code] = h
+	cl.mu.Unlock()
+}
+
+// Invoke sends req to addr and waits for the response until ctx ends.
+func (cl *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
+	c, err := cl.Conn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return c.Invoke(ctx, req)
+}
+
+// InvokeAsync sends req to addr; done receives the response or error.
+func (cl *Client) InvokeAsync(ctx context.Context, addr string, req *Command, done func(*Command, error)) error {
+	c, err := cl.Conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	return c.InvokeAsync(ctx, req, done)
+}
+
+// InvokeOneway sends req to addr without waiting for anything.
+func (cl *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	c, err := cl.Conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	return c.InvokeOneway(req)
+}
+
+// Conn returns the open connection to addr, dialing one when there is none. Concurrent
+// callers share a single dial.
+func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
+	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if c, ok := cl.conns[addr]; ok && c.Err() == nil {
+		cl.mu.Unlock()
+		return c, nil
+	}
+	call, ok := cl.dialing[addr]
+	if !ok {
+		call = &dialCall{done: make(chan struct{})}
+		cl.dialing[addr] = call
+		go cl.dial(addr, call)
+	}
+	cl.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.conn, call.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("remoting: connect to %s: %w", addr, ctx.Err())
+	}
+}
+
+func (cl *Client) dial(addr string, call *dialCall) {
+	nc, err := net.DialTimeout("tcp", addr, cl.cfg.DialTimeout)
+	cl.mu.Lock()
+	delete(cl.dialing, addr)
+	if err == nil && cl.closed {
+		nc.Close()
+		err = ErrClosed
+	}
+	if err != nil {
+		call.err = fmt.Errorf("remoting: connect to %s: %w", addr, err)
+		cl.mu.Unlock()
+		close(call.done)
+		return
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := newConn(nc, cl.cfg.MaxFrameSize, cl.log, cl.dispatch)
+	cl.conns[addr] = c
+	call.conn = c
+	cl.mu.Unlock()
+	close(call.done)
+
+	go func() {
+		c.readLoop()
+		cl.mu.Lock()
+		if cl.conns[addr] == c {
+			delete(cl.conns, addr)
+		}
+		cl.mu.Unlock()
+	}()
+}
+
+// dispatch serves a server-initiated request on its own goroutine, so a slow handler
+// never stalls the responses the reader delivers.
+func (cl *Client) dispatch(c *Conn, req *Command) {
+	cl.mu.Lock()
+	h, ok := cl.handlers[req.Code]
+	cl.mu.Unlock()
+	go func() {
+		var resp *Command
+		if ok {
+			resp = h.ServeRemoting(context.Background(), c, req)
+		} else {
+			resp = req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
+		}
+		if resp != nil && !req.IsOneway() {
+			resp.Opaque = req.Opaque
+			resp.Flag |= flagResponse
+			c.Send(resp)
+		}
+	}()
+}
+
+// CloseConn closes the connection to addr, if any.
+func (cl *Client) CloseConn(addr string) {
+	cl.mu.Lock()
+	c := cl.conns[addr]
+	delete(cl.conns, addr)
+	cl.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// Close closes every connection; later invocations fail with ErrClosed.
+func (cl *Client) Close() error {
+	cl.mu.Lock()
+	cl.closed = true
+	conns := cl.conns
+	cl.conns = map[string]*Conn{}
+	cl.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	return nil
+}

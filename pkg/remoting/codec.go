@@ -1,0 +1,275 @@
+package remoting
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+)
+
+// DefaultMaxFrameSize bounds a frame's length field unless configured otherwise.
+const DefaultMaxFrameSize = 16 << 20
+
+const (
+	lengthFieldSize     = 4
+	headerLenFieldSize  = 4
+	maxHeaderLength     = 1<<24 - 1 // the header length has 3 bytes
+	binaryHeaderMinSize = 2 + 1 + 2 + 4 + 4 + 4 + 4
+)
+
+var (
+	ErrFrameTooLarge  = errors.New("remoting: frame exceeds the maximum size")
+	ErrFrameTooShort  = errors.New("remoting: frame shorter than its header length field")
+	ErrHeaderTooLarge = errors.New("remoting: header length exceeds the frame")
+	ErrBadHeader      = errors.New("remoting: undecodable header")
+	ErrSerializeType  = errors.New("remoting: unknown header serialize type")
+)
+
+// Encode returns c as one frame, length field included, with its header in c.Serialize.
+func Encode(c *Command) ([]byte, error) {
+	var header []byte
+	switch c.Serialize {
+	case JSON:
+		var err error
+		if header, err = encodeJSONHeader(c); err != nil {
+			return nil, err
+		}
+	case Binary:
+		header = encodeBinaryHeader(c)
+	default:
+		return nil, fmt.Errorf("%w: %d", ErrSerializeType, c.Serialize)
+	}
+	if len(header) > maxHeaderLength {
+		return nil, fmt.Errorf("%w: header of %d bytes", ErrHeaderTooLarge, len(header))
+	}
+	frameLen := headerLenFieldSize + len(header) + len(c.Body)
+	buf := make([]byte, lengthFieldSize+frameLen)
+	binary.BigEndian.PutUint32(buf, uint32(frameLen))
+	binary.BigEndian.PutUint32(buf[4:], uint32(c.Serialize)<<24|uint32(len(header)))
+	copy(buf[8:], header)
+	copy(buf[8+len(header):], c.Body)
+	return buf, nil
+}
+
+// ReadFrame reads one frame from r and returns what follows its length field. A length
+// above maxSize fails with ErrFrameTooLarge before anything is allocated for it.
+func ReadFrame(r *bufio.Reader, maxSize int) ([]byte, error) {
+	var lenBuf [lengthFieldSize]byte
+	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(lenBuf[:])
+	if uint64(n) > uint64(maxSize) {
+		return nil, fmt.Errorf("%w: %d > %d bytes", ErrFrameTooLarge, n, maxSize)
+	}
+	if n < headerLenFieldSize {
+		return nil, fmt.Errorf("%w: length %d", ErrFrameTooShort, n)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return frame, nil
+}
+
+// Decode parses a frame without its length field, as ReadFrame returns it. The body
+// aliases frame.
+func Decode(frame []byte) (*Command, error) {
+	if len(frame) < headerLenFieldSize {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooShort, len(frame))
+	}
+	mark := binary.BigEndian.Uint32(frame)
+	serialize := SerializeType(mark >> 24)
+	headerLen := int(mark & maxHeaderLength)
+	if headerLen > len(frame)-headerLenFieldSize {
+		return nil, fmt.Errorf("%w: header %d bytes, frame %d", ErrHeaderTooLarge, headerLen, len(frame))
+	}
+	header := frame[headerLenFieldSize : headerLenFieldSize+headerLen]
+	var (
+		c   *Command
+		err error
+	)
+	switch serialize {
+	case JSON:
+		c, err = decodeJSONHeader(header)
+	case Binary:
+		c, err = decodeBinaryHeader(header)
+	default:
+		return nil, fmt.Errorf("%w: %d", ErrSerializeType, serialize)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.Serialize = serialize
+	if body := frame[headerLenFieldSize+headerLen:]; len(body) > 0 {
+		c.Body = body
+	}
+	return c, nil
+}
+
+// jsonHeader mirrors the JSON Java's fastjson writes for a RemotingCommand.
+type jsonHeader struct {
+	Code      int16             `json:"code"`
+	ExtFields map[string]string `json:"extFields,omitempty"`
+	Flag      int32             `json:"flag"`
+	Language  json.RawMessage   `json:"language"`
+	Opaque    int32             `json:"opaque"`
+	Remark    *string           `json:"remark,omitempty"`
+	Serialize string            `json:"serializeTypeCurrentRPC,omitempty"`
+	Version   int16             `json:"version"`
+}
+
+func encodeJSONHeader(c *Command) ([]byte, error) {
+	h := jsonHeader{
+		Code:      c.Code,
+		ExtFields: c.ExtFields,
+		Flag:      c.Flag,
+		Language:  json.RawMessage(strconv.Quote(c.Language.String())),
+		Opaque:    c.Opaque,
+		Serialize: "JSON",
+		Version:   c.Version,
+	}
+	if c.Remark != "" {
+		h.Remark = &c.Remark
+	}
+	return json.Marshal(&h)
+}
+
+func decodeJSONHeader(b []byte) (*Command, error) {
+	var h jsonHeader
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)
+	}
+	c := &Command{
+		Code:      h.Code,
+		Version:   h.Version,
+		Opaque:    h.Opaque,
+		Flag:      h.Flag,
+		ExtFields: h.ExtFields,
+	}
+	if h.Remark != nil {
+		c.Remark = *h.Remark
+	}
+	if c.ExtFields == nil {
+		c.ExtFields = map[string]string{}
+	}
+	// Java writes the enum name; some encoders write its ordinal.
+	var name string
+	var ordinal uint8
+	switch {
+	case len(h.Language) == 0 || string(h.Language) == "null":
+	case json.Unmarshal(h.Language, &name) == nil:
+		c.Language = parseLanguage(name)
+	case json.Unmarshal(h.Language, &ordinal) == nil:
+		c.Language = LanguageCode(ordinal)
+	default:
+		return nil, fmt.Errorf("%w: language %s", ErrBadHeader, h.Language)
+	}
+	return c, nil
+}
+
+func encodeBinaryHeader(c *Command) []byte {
+	size := binaryHeaderMinSize + len(c.Remark)
+	keys := make([]string, 0, len(c.ExtFields))
+	for k, v := range c.ExtFields {
+		keys = append(keys, k)
+		size += 2 + len(k) + 4 + len(v)
+	}
+	sort.Strings(keys) // deterministic bytes, for fixtures and caches
+	b := make([]byte, 0, size)
+	b = binary.BigEndian.AppendUint16(b, uint16(c.Code))
+	b = append(b, byte(c.Language))
+	b = binary.BigEndian.AppendUint16(b, uint16(c.Version))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Opaque))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Flag))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Remark)))
+	b = append(b, c.Remark...)
+	extStart := len(b)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	for _, k := range keys {
+		v := c.ExtFields[k]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	binary.BigEndian.PutUint32(b[extStart:], uint32(len(b)-extStart-4))
+	return b
+}
+
+// binaryReader reads the binary header's fields, remembering the first shortfall.
+type binaryReader struct {
+	b   []byte
+	err error
+}
+
+func (r *binaryReader) next(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b) {
+		r.err = fmt.Errorf("%w: field of %d bytes, %d left", ErrBadHeader, n, len(r.b))
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *binaryReader) u8() byte {
+	if v := r.next(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (r *binaryReader) u16() uint16 {
+	if v := r.next(2); v != nil {
+		return binary.BigEndian.Uint16(v)
+	}
+	return 0
+}
+
+func (r *binaryReader) u32() uint32 {
+	if v := r.next(4); v != nil {
+		return binary.BigEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (r *binaryReader) bytes32() []byte { return r.next(int(int32(r.u32()))) }
+
+func decodeBinaryHeader(b []byte) (*Command, error) {
+	r := &binaryReader{b: b}
+	c := &Command{
+		Code:     int16(r.u16()),
+		Language: LanguageCode(r.u8()),
+		Version:  int16(r.u16()),
+		Opaque:   int32(r.u32()),
+		Flag:     int32(r.u32()),
+	}
+	c.Remark = string(r.bytes32())
+	ext := &binaryReader{b: r.bytes32()}
+	if r.err != nil {
+		return nil, r.err
+	}
+	c.ExtFields = make(map[string]string)
+	for len(ext.b) > 0 && ext.err == nil {
+		k := ext.next(int(ext.u16()))
+		v := ext.bytes32()
+		if ext.err == nil {
+			c.ExtFields[string(k)] = string(v)
+		}
+	}
+	if ext.err != nil {
+		return nil, ext.err
+	}
+	return c, nil
+}

@@ -1,0 +1,147 @@
+package remoting
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// SerializeType is how a frame's header is encoded.
+type SerializeType byte
+
+const (
+	JSON   SerializeType = 0 // header as JSON text
+	Binary SerializeType = 1 // header in the ROCKETMQ binary layout
+)
+
+func (t SerializeType) String() string {
+	switch t {
+	case JSON:
+		return "JSON"
+	case Binary:
+		return "ROCKETMQ"
+	}
+	return fmt.Sprintf("SerializeType(%d)", byte(t))
+}
+
+// LanguageCode names the implementation that sent a command.
+type LanguageCode byte
+
+// Language codes in the order of Java's LanguageCode enum, whose ordinal is the wire value.
+const (
+	Java LanguageCode = iota
+	CPP
+	DotNet
+	Python
+	Delphi
+	Erlang
+	Ruby
+	Other
+	HTTP
+	Go
+	PHP
+	OMS
+	Rust
+)
+
+var languageNames = [...]string{"JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS", "RUST"}
+
+func (l LanguageCode) String() string {
+	if int(l) < len(languageNames) {
+		return languageNames[l]
+	}
+	return "OTHER"
+}
+
+func parseLanguage(name string) LanguageCode {
+	for i, n := range languageNames {
+		if n == name {
+			return LanguageCode(i)
+		}
+	}
+	return Other
+}
+
+// Flag bits.
+const (
+	flagResponse = 1 << 0
+	flagOneway   = 1 << 1
+)
+
+// Version is the protocol version this implementation announces (RocketMQ 4.9.7's V4_9_7).
+const Version int16 = 433
+
+// Command is one remoting request or response.
+type Command struct {
+	Code      int16
+	Language  LanguageCode
+	Version   int16
+	Opaque    int32
+	Flag      int32
+	Remark    string
+	ExtFields map[string]string
+	Body      []byte
+
+	// Serialize is the header encoding: the one a decoded command arrived in, the one an
+	// encoded command is written in.
+	Serialize SerializeType
+}
+
+var nextOpaque atomic.Int32
+
+// NewRequest returns a request with a fresh opaque, JSON-serialized like the clients do.
+func NewRequest(code int16, fields map[string]string, body []byte) *Command {
+	if fields == nil {
+		fields = map[string]string{}
+	}
+	return &Command{
+		Code:      code,
+		Language:  Go,
+		Version:   Version,
+		Opaque:    nextOpaque.Add(1),
+		ExtFields: fields,
+		Body:      body,
+	}
+}
+
+// NewResponse returns the response to c with the given code and remark. It carries c's
+// opaque and serialization, as clients expect.
+func (c *Command) NewResponse(code int16, remark string) *Command {
+	return &Command{
+		Code:      code,
+		Language:  Go,
+		Version:   Version,
+		Opaque:    c.Opaque,
+		Flag:      flagResponse,
+		Remark:    remark,
+		ExtFields: map[string]string{},
+		Serialize: c.Serialize,
+	}
+}
+
+// IsResponse reports whether c answers a request.
+func (c *Command) IsResponse() bool { return c.Flag&flagResponse != 0 }
+
+// IsOneway reports whether c is a request that wants no response.
+func (c *Command) IsOneway() bool { return c.Flag&flagOneway != 0 }
+
+// MarkOneway marks c as a request that wants no response.
+func (c *Command) MarkOneway() { c.Flag |= flagOneway }
+
+// Field returns the header field name, or "" when absent.
+func (c *Command) Field(name string) string { return c.ExtFields[name] }
+
+// SetField sets header field name.
+func (c *Command) SetField(name, value string) {
+	if c.ExtFields == nil {
+		c.ExtFields = map[string]string{}
+	}
+	c.ExtFields[name] = value
+}
+
+func (c *Command) String() string {
+	kind := "request"
+	if c.IsResponse() {
+		kind = "response"
+	}
+	return fmt.Sprintf("%s{code=%d opaque=%d remark=%q fields=%v body=%dB}", kind, c.Code, c.Opaque, c.Remark, c.ExtFields, len(c.Body))
+}

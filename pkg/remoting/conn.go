@@ -1,0 +1,233 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+)
+
+var (
+	ErrClosed  = errors.New("remoting: connection closed")
+	ErrTimeout = errors.New("remoting: request timed out")
+)
+
+// Conn is one remoting connection, on either side. It reads frames on its own goroutine,
+// hands requests to its dispatcher and matches responses to pending invocations.
+// Writes are serialized so that frames never interleave.
+type Conn struct {
+	nc       net.Conn
+	log      *slog.Logger
+	maxFrame int
+	dispatch func(*Conn, *Command)
+
+	writeMu sync.Mutex
+
+	mu      sync.Mutex
+	pending map[int32]chan *Command
+	err     error // why the connection closed; set once
+	done    chan struct{}
+}
+
+func newConn(nc net.Conn, maxFrame int, log *slog.Logger, dispatch func(*Conn, *Command)) *Conn {
+	return &Conn{
+		nc:       nc,
+		log:      log.With("remote", nc.RemoteAddr().String()),
+		maxFrame: maxFrame,
+		dispatch: dispatch,
+		pending:  make(map[int32]chan *Command),
+		done:     make(chan struct{}),
+	}
+}
+
+// RemoteAddr is the peer's address as host:port.
+func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
+
+// LocalAddr is this side's address as host:port.
+func (c *Conn) LocalAddr() string { return c.nc.LocalAddr().String() }
+
+// Done is closed when the connection has closed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err says why the connection closed, or nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the connection; pending invocations fail with ErrClosed.
+func (c *Conn) Close() error {
+	c.closeWith(ErrClosed)
+	return nil
+}
+
+func (c *Conn) closeWith(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+
+	c.nc.Close()
+	for _, ch := range pending {
+		close(ch)
+	}
+	close(c.done)
+}
+
+// readLoop reads frames until the connection fails. A malformed frame closes the
+// connection: after one, the stream's framing can no longer be trusted.
+func (c *Conn) readLoop() {
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		frame, err := ReadFrame(r, c.maxFrame)
+		if err != nil {
+			c.closeOnReadError(err)
+			return
+		}
+		cmd, err := Decode(frame)
+		if err != nil {
+			c.closeOnReadError(err)
+			return
+		}
+		if cmd.IsResponse() {
+			c.deliver(cmd)
+			continue
+		}
+		c.dispatch(c, cmd)
+	}
+}
+
+func (c *Conn) closeOnReadError(err error) {
+	select {
+	case <-c.done: // closed by us; the read error is the consequence
+	default:
+		if isProtocolError(err) {
+			c.log.Warn("closing connection after a malformed frame", "err", err)
+		}
+		c.closeWith(fmt.Errorf("%w: %v", ErrClosed, err))
+	}
+}
+
+func isProtocolError(err error) bool {
+	for _, e := range []error{ErrFrameTooLarge, ErrFrameTooShort, ErrHeaderTooLarge, ErrBadHeader, ErrSerializeType} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conn) deliver(resp *Command) {
+	c.mu.Lock()
+	ch, ok := c.pending[resp.Opaque]
+	delete(c.pending, resp.Opaque)
+	c.mu.Unlock()
+	if !ok {
+		c.log.Debug("response for no pending request", "opaque", resp.Opaque, "code", resp.Code)
+		return
+	}
+	ch <- resp // buffered: never blocks the reader
+}
+
+// Send writes one command, a response or a request, as a whole frame.
+func (c *Conn) Send(cmd *Command) error {
+	frame, err := Encode(cmd)
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.done:
+		return c.Err()
+	default:
+	}
+	if _, err := c.nc.Write(frame); err != nil {
+		c.closeWith(fmt.Errorf("%w: write: %v", ErrClosed, err))
+		return err
+	}
+	return nil
+}
+
+// Invoke sends req and waits for its response until ctx ends.
+func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
+	ch, err := c.register(req.Opaque)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Send(req); err != nil {
+		c.unregister(req.Opaque)
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, c.Err()
+		}
+		return resp, nil
+	case <-ctx.Done():
+		c.unregister(req.Opaque)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: code %d to %s", ErrTimeout, req.Code, c.RemoteAddr())
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// InvokeAsync sends req and calls done with its response or error from another goroutine.
+func (c *Conn) InvokeAsync(ctx context.Context, req *Command, done func(*Command, error)) error {
+	ch, err := c.register(req.Opaque)
+	if err != nil {
+		return err
+	}
+	if err := c.Send(req); err != nil {
+		c.unregister(req.Opaque)
+		return err
+	}
+	go func() {
+		select {
+		case resp, ok := <-ch:
+			if !ok {
+				done(nil, c.Err())
+				return
+			}
+			done(resp, nil)
+		case <-ctx.Done():
+			c.unregister(req.Opaque)
+			done(nil, fmt.Errorf("%w: code %d to %s", ErrTimeout, req.Code, c.RemoteAddr()))
+		}
+	}()
+	return nil
+}
+
+// InvokeOneway sends req marked oneway; no response comes back.
+func (c *Conn) InvokeOneway(req *Command) error {
+	req.MarkOneway()
+	return c.Send(req)
+}
+
+func (c *Conn) register(opaque int32) (chan *Command, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, c.err
+	}
+	ch := make(chan *Command, 1)
+	c.pending[opaque] = ch
+	return ch, nil
+}
+
+func (c *Conn) unregister(opaque int32) {
+	c.mu.Lock()
+	delete(c.pending, opaque)
+	c.mu.Unlock()
+}

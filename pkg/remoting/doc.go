@@ -1,0 +1,32 @@
+// Package remoting speaks RocketMQ's remoting protocol: the framed request/response
+// exchange that clients, brokers and name servers use over TCP.
+//
+// # Frame
+//
+// Every message on the wire is one frame:
+//
+//	+--------+---------------------------+--------+------+
+//	| length | serialize type | hdr len  | header | body |
+//	| 4 B    | 1 B            | 3 B      |        |      |
+//	+--------+---------------------------+--------+------+
+//
+// length counts everything after itself (4 + header + body). All integers are big endian.
+// The header is a RemotingCommand without its body, in one of two serializations:
+//
+//   - JSON (type 0): {"code":..,"language":"JAVA","version":..,"opaque":..,"flag":..,
+//     "remark":"..","extFields":{"k":"v"}}. Java writes language as its enum name.
+//   - ROCKETMQ binary (type 1): code int16, language uint8, version int16, opaque int32,
+//     flag int32, remark (int32 length + bytes), extFields (int32 length + repeated
+//     int16 key length, key, int32 value length, value).
+//
+// flag bit 0 marks a response, bit 1 a oneway request. A response carries the opaque of
+// its request and, by convention here, the serialization its request used.
+//
+// # Transport
+//
+// [Server] accepts connections and dispatches each request by code to a [Handler]
+// running on the worker pool it was registered with; a full pool answers SYSTEM_BUSY.
+// [Client] keeps one connection per address and correlates responses by opaque. Both
+// sides use [Conn], so either side may send requests: the broker calls its clients back
+// (for example NOTIFY_CONSUMER_IDS_CHANGED) over the connection the client opened.
+package remoting

@@ -1,0 +1,103 @@
+package remoting
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// A custom header is a struct whose fields map to extFields by their `rmq` tag:
+//
+//	type pullHeader struct {
+//		ConsumerGroup string `rmq:"consumerGroup,required"`
+//		QueueID       int32  `rmq:"queueId,required"`
+//		SubVersion    *int64 `rmq:"subVersion"`
+//	}
+//
+// Supported kinds: string, bool, signed integers, and pointers to them (nil = absent).
+
+// DecodeHeader fills the struct pointed to by dst from c's extFields. A missing required
+// field or an unparsable value is an error that names the field, fit for a remark.
+func DecodeHeader(c *Command, dst any) error {
+	v := reflect.ValueOf(dst).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		name, required := parseTag(t.Field(i).Tag.Get("rmq"))
+		if name == "" {
+			continue
+		}
+		raw, ok := c.ExtFields[name]
+		if !ok {
+			if required {
+				return fmt.Errorf("the custom field <%s> is null", name)
+			}
+			continue
+		}
+		if err := setField(v.Field(i), raw); err != nil {
+			return fmt.Errorf("the custom field <%s> is invalid: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// EncodeHeader returns src's fields as extFields; nil pointers are left out.
+func EncodeHeader(src any) map[string]string {
+	v := reflect.Indirect(reflect.ValueOf(src))
+	t := v.Type()
+	out := make(map[string]string, t.NumField())
+	for i := range t.NumField() {
+		name, _ := parseTag(t.Field(i).Tag.Get("rmq"))
+		if name == "" {
+			continue
+		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				continue
+			}
+			f = f.Elem()
+		}
+		switch f.Kind() {
+		case reflect.String:
+			out[name] = f.String()
+		case reflect.Bool:
+			out[name] = strconv.FormatBool(f.Bool())
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			out[name] = strconv.FormatInt(f.Int(), 10)
+		}
+	}
+	return out
+}
+
+func parseTag(tag string) (name string, required bool) {
+	name, opts, _ := strings.Cut(tag, ",")
+	return name, opts == "required"
+}
+
+func setField(f reflect.Value, raw string) error {
+	if f.Kind() == reflect.Pointer {
+		p := reflect.New(f.Type().Elem())
+		if err := setField(p.Elem(), raw); err != nil {
+			return err
+		}
+		f.Set(p)
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(raw)
+	case reflect.Bool:
+		// Java's Boolean.parseBoolean: anything but "true" (any case) is false.
+		f.SetBool(strings.EqualFold(strings.TrimSpace(raw), "true"))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	default:
+		return fmt.Errorf("unsupported field kind %s", f.Kind())
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// Handler serves one request. It returns the response, or nil when it answers later
+// through conn.Send (a held long poll) or when nothing is owed. Responses to oneway
+// requests are dropped.
+type Handler interface {
+	ServeRemoting(ctx context.Context, conn *Conn, req *Command) *Command
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, conn *Conn, req *Command) *Command
+
+func (f HandlerFunc) ServeRemoting(ctx context.Context, conn *Conn, req *Command) *Command {
+	return f(ctx, conn, req)
+}
+
+// ServerConfig configures a Server. Zero values take the defaults in brackets.
+type ServerConfig struct {
+	MaxFrameSize int          // largest accepted frame [DefaultMaxFrameSize]
+	Logger       *slog.Logger // [slog.Default()]
+	OnConnect    func(*Conn)  // called when a connection is accepted
+	OnClose      func(*Conn)  // called once a connection has closed
+}
+
+// Server accepts remoting connections and dispatches requests to handlers.
+type Server struct {
+	cfg      ServerConfig
+	log      *slog.Logger
+	ctx      context.Context
+	cancel   context.CancelFunc
+	routes   map[int16]route
+	fallback *Pool
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     map[*Conn]struct{}
+	closing   atomic.Bool
+	inflight  sync.WaitGroup // requests queued or running
+	connsDone sync.WaitGroup
+	pools     []*Pool
+}
+
+type route struct {
+	handler Handler
+	pool    *Pool
+}
+
+// NewServer returns a server with no handlers. Register them with Handle before Serve.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.MaxFrameSize <= 0 {
+		cfg.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		ctx:    ctx,
+		cancel: cancel,
+		routes: make(map[int16]route),
+		conns:  make(map[*Conn]struct{}),
+	}
+	s.fallback = s.NewPool("default", 8, 10000)
+	return s
+}
+
+// NewPool returns a worker pool owned by s: workers goroutines serve a queue of at most
+// queue requests; a request that finds the queue full is answered SYSTEM_BUSY.
+func (s *Server) NewPool(name string, workers, queue int) *Pool {
+	p := newPool(name, workers, queue)
+	s.mu.Lock()
+	s.pools = append(s.pools, p)
+	s.mu.Unlock()
+	return p
+}
+
+// Handle routes requests with code to h, run on pool (the default pool when nil).
+func (s *Server) Handle(code int16, h Handler, pool *Pool) {
+	if pool == nil {
+		pool = s.fallback
+	}
+	s.routes[code] = route{handler: h, pool: pool}
+}
+
+// Listen opens a TCP listener on addr and serves it in the background. It returns the
+// listener so callers can learn the bound address.
+func (s *Server) Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	go s.Serve(l)
+	return l, nil
+}
+
+// Serve accepts connections on l until Shutdown. It always returns a non-nil error.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		l.Close()
+		return net.ErrClosed
+	}
+	s.listeners = append(s.listeners, l)
+	s.mu.Unlock()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return net.ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.serveConn(nc)
+	}
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := newConn(nc, s.cfg.MaxFrameSize, s.log, s.dispatch)
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.connsDone.Add(1)
+	s.mu.Unlock()
+	if s.cfg.OnConnect != nil {
+		s.cfg.OnConnect(c)
+	}
+	go func() {
+		defer s.connsDone.Done()
+		c.readLoop()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		if s.cfg.OnClose != nil {
+			s.cfg.OnClose(c)
+		}
+	}()
+}
+
+// dispatch runs on the connection's reader: it must not block.
+func (s *Server) dispatch(c *Conn, req *Command) {
+	r, ok := s.routes[req.Code]
+	if !ok {
+		s.reply(c, req, req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code)))
+		return
+	}
+	if s.closing.Load() {
+		s.reply(c, req, req.NewResponse(ServiceNotAvailable, "server is shutting down"))
+		return
+	}
+	s.inflight.Add(1)
+	job := func() {
+		defer s.inflight.Done()
+		s.reply(c, req, s.serve(r.handler, c, req))
+	}
+	if !r.pool.submit(job) {
+		s.inflight.Done()
+		s.reply(c, req, req.NewResponse(SystemBusy, fmt.Sprintf("[OVERLOAD] %s pool is full, try again later", r.pool.name)))
+	}
+}
+
+func (s *Server) serve(h Handler, c *Conn, req *Command) (resp *Command) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("handler panicked", "code", req.Code, "panic", p, "stack", string(debug.Stack()))
+			resp = req.NewResponse(SystemError, fmt.Sprintf("internal error serving request code %d", req.Code))
+		}
+	}()
+	return h.ServeRemoting(s.ctx, c, req)
+}
+
+func (s *Server) reply(c *Conn, req, resp *Command) {
+	if resp == nil || req.IsOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= flagResponse
+	if err := c.Send(resp); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Debug("cannot send response", "remote", c.RemoteAddr(), "err", err)
+	}
+}
+
+// Conns returns the open connections.
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Shutdown stops accepting, answers requests that arrive from now on with
+// SERVICE_NOT_AVAILABLE, waits for the queued and running ones to finish (or ctx to
+// end), then closes every connection and stops the pools.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing.Store(true)
+	for _, l := range s.listeners {
+		l.Close()
+	}
+	s.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() { s.inflight.Wait(); close(drained) }()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("remoting: shutdown before in-flight requests finished: %w", ctx.Err())
+	}
+	s.cancel()
+	for _, c := range s.Conns() {
+		c.Close()
+	}
+	s.connsDone.Wait()
+	s.mu.Lock()
+	pools := s.pools
+	s.mu.Unlock()
+	for _, p := range pools {
+		p.stop()
+	}
+	return err
+}
