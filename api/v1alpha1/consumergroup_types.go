@@ -75,7 +75,6 @@ type OffsetReset struct {
 }
 
 // OffsetMigration clones fromGroup's offsets (CLONE_GROUP_OFFSET) once per id.
-// +kubebuilder:validation:XValidation:rule="self.fromGroup != ''",message="offsetMigration.fromGroup is required"
 type OffsetMigration struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128

@@ -1,0 +1,183 @@
+// Package mmapfile is a fixed-size, preallocated, memory-mapped file with a
+// reference count that keeps the mapping alive while readers hold slices of
+// it.
+package mmapfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+)
+
+// ErrClosed is returned when a reference is taken on a released file.
+var ErrClosed = errors.New("store: mapped file released")
+
+// File is one memory-mapped file. Data is the whole mapping; callers
+// coordinate their own write positions.
+type File struct {
+	Path  string
+	Start int64 // logical offset of byte 0 (from the file name)
+	Data  []byte
+	f     *os.File
+	// refs counts the owner (1) plus readers. It reaches 0 exactly once, at
+	// which point the mapping is unmapped and the file closed.
+	refs    atomic.Int64
+	removed atomic.Bool
+}
+
+// Create makes a new file of size bytes, preallocated on disk so that a full
+// disk fails here and never while writing into the mapping, then maps it.
+// The parent directory is fsynced so the name survives a crash.
+func Create(path string, start int64, size int) (*File, error) {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := preallocate(f, int64(size)); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("preallocate %s (%d bytes): %w", path, size, err)
+	}
+	// Durability order: size durable, rename, then the directory entry.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := SyncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return mapFile(f, path, start, size)
+}
+
+func preallocate(f *os.File, size int64) error {
+	err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
+		return f.Truncate(size)
+	}
+	return err
+}
+
+// Open maps an existing file; its size must be size bytes (a shorter file
+// is extended).
+func Open(path string, start int64, size int) (*File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Size() != int64(size) {
+		if st.Size() > int64(size) {
+			f.Close()
+			return nil, fmt.Errorf("store: file %s is %d bytes, expected %d", path, st.Size(), size)
+		}
+		if err := preallocate(f, int64(size)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("extend %s: %w", path, err)
+		}
+	}
+	return mapFile(f, path, start, size)
+}
+
+func mapFile(f *os.File, path string, start int64, size int) (*File, error) {
+	data, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	m := &File{Path: path, Start: start, Data: data, f: f}
+	m.refs.Store(1)
+	return m, nil
+}
+
+// Size is the mapping length.
+func (m *File) Size() int { return len(m.Data) }
+
+// Sync makes bytes [from, to) of the mapping durable. Pages dirtied through
+// a shared mapping are part of the page cache, so fdatasync covers them.
+func (m *File) Sync() error {
+	if err := syscall.Fdatasync(int(m.f.Fd())); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", m.Path, err)
+	}
+	return nil
+}
+
+// Hold takes a reader reference; it fails once the file is released.
+func (m *File) Hold() bool {
+	for {
+		n := m.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if m.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release drops a reference taken by Hold.
+func (m *File) Release() {
+	if m.refs.Add(-1) == 0 {
+		m.cleanup()
+	}
+}
+
+// Refs returns the current reference count (owner included).
+func (m *File) Refs() int64 { return m.refs.Load() }
+
+// TryDestroy releases the owner reference and removes the file, but only
+// when no reader holds it. It reports whether the file is gone.
+func (m *File) TryDestroy() bool {
+	m.removed.Store(true)
+	if !m.refs.CompareAndSwap(1, 0) {
+		m.removed.Store(false)
+		return false
+	}
+	m.cleanup()
+	return true
+}
+
+// Close drops the owner reference without removing the file; the mapping
+// goes away when the last reader releases it.
+func (m *File) Close() {
+	m.Release()
+}
+
+func (m *File) cleanup() {
+	syscall.Munmap(m.Data)
+	m.f.Close()
+	if m.removed.Load() {
+		os.Remove(m.Path)
+	}
+}
+
+// SyncDir fsyncs a directory so that entries created or removed in it are
+// durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Name formats a logical start offset as RocketMQ's 20-digit file name.
+func Name(start int64) string { return fmt.Sprintf("%020d", start) }
