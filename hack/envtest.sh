@@ -51,13 +51,18 @@ build_apiserver() {
     gomod=$(sed -n 's/.*"GoMod": "\(.*\)".*/\1/p' kube.json)
     staging=$(awk '/^require \(/{r=1;next} r&&/^\)/{r=0} r&&$2=="v0.0.0"{print $1} /^require k8s.io\/.* v0.0.0$/{print $2}' "$gomod" | sort -u)
     minor=${k8s_version#1.}
+    minor=${minor%%.*}
     {
       echo "require k8s.io/kubernetes v$k8s_version"
-      for m in $staging; do echo "replace $m => $m v0.$minor"; done
+      for m in $staging; do echo "replace $m => $m v0.${k8s_version#1.}"; done
     } >> go.mod
-    log "replaced $(echo "$staging" | wc -w) staging modules with v0.$minor"
+    log "replaced $(echo "$staging" | wc -w) staging modules with v0.${k8s_version#1.}"
     go get "k8s.io/kubernetes/cmd/kube-apiserver@v$k8s_version" >&2
-    go build -trimpath -ldflags=-s -o "$dir/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+    # Stamp the version the build would otherwise report as v0.0.0-master.
+    pkg=k8s.io/component-base/version
+    go build -trimpath -o "$dir/kube-apiserver.tmp" \
+      -ldflags "-s -X $pkg.gitVersion=v$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor" \
+      k8s.io/kubernetes/cmd/kube-apiserver
   )
   mv "$dir/kube-apiserver.tmp" "$dir/kube-apiserver"
   rm -rf "$scratch"
