@@ -35,6 +35,12 @@ manifests: ## Generate CRDs and RBAC under config/ (and the chart's copy of the 
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/sync-chart-crds.sh
 
+IMAGE ?= openrmq/rocketmq-operator:dev
+
+.PHONY: image
+image: build ## Assemble the container image as bin/image.tar (docker load -i) without a Docker engine.
+	$(GO) run ./hack/ociimage -bin $(BIN) -tag $(IMAGE) -out $(BIN)/image.tar
+
 ##@ Test
 
 .PHONY: envtest
