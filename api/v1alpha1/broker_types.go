@@ -86,8 +86,9 @@ type BrokerStorage struct {
 	// Size of each pod's claim; immutable (StatefulSet volume claims cannot change).
 	// +kubebuilder:default="20Gi"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage.size is immutable"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="storage.size must be positive"
 	// +optional
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage.storageClassName is immutable"
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
@@ -104,7 +105,7 @@ type BrokerStorage struct {
 // BrokerMember is one pod of a broker group.
 type BrokerMember struct {
 	// brokerId: 0 for the master, 1..N for slaves; equal to the pod ordinal.
-	BrokerID int32 `json:"brokerId"`
+	BrokerID int32  `json:"brokerId"`
 	Pod      string `json:"pod"`
 	// Address is host:port of the pod's stable DNS name.
 	Address string `json:"address"`

@@ -42,8 +42,9 @@ type NameServerPorts struct {
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="persistence is immutable"
 type NameServerPersistence struct {
 	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="persistence.size must be positive"
 	// +optional
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -158,16 +159,27 @@ func (cl *Client) dispatch(c *Conn, req *Command) {
 	go func() {
 		var resp *Command
 		if ok {
-			resp = h.ServeRemoting(context.Background(), c, req)
+			resp = cl.serve(h, c, req)
 		} else {
 			resp = req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
 		}
 		if resp != nil && !req.IsOneway() {
-			resp.Opaque = req.Opaque
-			resp.Flag |= flagResponse
-			c.Send(resp)
+			prepareResponse(req, resp)
+			if err := c.Send(resp); err != nil {
+				cl.log.Debug("cannot send response", "remote", c.RemoteAddr(), "err", err)
+			}
 		}
 	}()
+}
+
+func (cl *Client) serve(h Handler, c *Conn, req *Command) (resp *Command) {
+	defer func() {
+		if p := recover(); p != nil {
+			cl.log.Error("handler panicked", "code", req.Code, "panic", p, "stack", string(debug.Stack()))
+			resp = req.NewResponse(SystemError, fmt.Sprintf("internal error serving request code %d", req.Code))
+		}
+	}()
+	return h.ServeRemoting(context.Background(), c, req)
 }
 
 // CloseConn closes the connection to addr, if any.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 )
 
 var (
@@ -17,14 +18,22 @@ var (
 
 // Conn is one remoting connection, on either side. It reads frames on its own goroutine,
 // hands requests to its dispatcher and matches responses to pending invocations.
-// Writes are serialized so that frames never interleave.
+// Another goroutine writes the frames Send queues, whole and in order.
 type Conn struct {
 	nc       net.Conn
 	log      *slog.Logger
 	maxFrame int
 	dispatch func(*Conn, *Command)
 
+	// Writes go through a queue that one goroutine, writeLoop, drains with a single
+	// writev per round, so frames sent while a write is under way share the next one.
 	writeMu sync.Mutex
+	outq    net.Buffers   // frames waiting for writeLoop
+	spare   net.Buffers   // the slice writeLoop wrote last, reused for the queue
+	writing bool          // writeLoop holds frames it has not finished writing
+	unsent  int           // bytes queued or being written
+	wake    chan struct{} // tells writeLoop the queue is not empty
+	flushed chan struct{} // closed and replaced whenever the queue drains
 
 	mu      sync.Mutex
 	pending map[int32]chan *Command
@@ -40,6 +49,8 @@ func newConn(nc net.Conn, maxFrame int, log *slog.Logger, dispatch func(*Conn, *
 		dispatch: dispatch,
 		pending:  make(map[int32]chan *Command),
 		done:     make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		flushed:  make(chan struct{}),
 	}
 }
 
@@ -59,8 +70,15 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
-// Close closes the connection; pending invocations fail with ErrClosed.
+// closeFlushTimeout bounds how long Close waits for queued frames to be written.
+const closeFlushTimeout = time.Second
+
+// Close writes the frames already sent, waiting at most a second for a peer that does
+// not read, then closes the connection; pending invocations fail with ErrClosed.
 func (c *Conn) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
+	defer cancel()
+	c.flush(ctx)
 	c.closeWith(ErrClosed)
 	return nil
 }
@@ -83,9 +101,11 @@ func (c *Conn) closeWith(err error) {
 	close(c.done)
 }
 
-// readLoop reads frames until the connection fails. A malformed frame closes the
-// connection: after one, the stream's framing can no longer be trusted.
+// readLoop reads frames until the connection fails, and runs the writer meanwhile. A
+// malformed frame closes the connection: after one, the stream's framing can no longer
+// be trusted.
 func (c *Conn) readLoop() {
+	go c.writeLoop() // lives as long as the connection, which readLoop closes on exit
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		frame, err := ReadFrame(r, c.maxFrame)
@@ -138,24 +158,92 @@ func (c *Conn) deliver(resp *Command) {
 	ch <- resp // buffered: never blocks the reader
 }
 
-// Send writes one command, a response or a request, as a whole frame.
+// Send queues one command, a response or a request, to be written as a whole frame.
+// It fails when the connection is closed; a later write error closes the connection,
+// which fails its pending invocations.
 func (c *Conn) Send(cmd *Command) error {
 	frame, err := Encode(cmd)
 	if err != nil {
 		return err
 	}
 	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	for c.unsent >= maxUnsentBytes {
+		// The peer reads slower than we send: wait, rather than queue without bound.
+		flushed := c.flushed
+		c.writeMu.Unlock()
+		select {
+		case <-flushed:
+		case <-c.done:
+			return c.Err()
+		}
+		c.writeMu.Lock()
+	}
 	select {
 	case <-c.done:
+		c.writeMu.Unlock()
 		return c.Err()
 	default:
 	}
-	if _, err := c.nc.Write(frame); err != nil {
-		c.closeWith(fmt.Errorf("%w: write: %v", ErrClosed, err))
-		return err
+	c.outq = append(c.outq, frame)
+	c.unsent += len(frame)
+	c.writeMu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // writeLoop is already awake
 	}
 	return nil
+}
+
+// maxUnsentBytes is how much Send queues before it waits for the writer.
+const maxUnsentBytes = 4 << 20
+
+// writeLoop writes queued frames until the connection closes.
+func (c *Conn) writeLoop() {
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		c.writeMu.Lock()
+		batch := c.outq
+		c.outq = c.spare[:0]
+		c.writing = true
+		c.writeMu.Unlock()
+
+		frames := batch // WriteTo consumes its receiver
+		n, err := frames.WriteTo(c.nc)
+		if err != nil {
+			c.closeWith(fmt.Errorf("%w: write: %v", ErrClosed, err))
+		}
+		clear(batch) // let the frames go
+		c.writeMu.Lock()
+		c.spare = batch[:0]
+		c.writing = false
+		c.unsent -= int(n)
+		if len(c.outq) == 0 {
+			close(c.flushed)
+			c.flushed = make(chan struct{})
+		}
+		c.writeMu.Unlock()
+	}
+}
+
+// flush waits until everything queued so far is written, the connection closes, or
+// ctx ends.
+func (c *Conn) flush(ctx context.Context) {
+	c.writeMu.Lock()
+	if len(c.outq) == 0 && !c.writing {
+		c.writeMu.Unlock()
+		return
+	}
+	flushed := c.flushed
+	c.writeMu.Unlock()
+	select {
+	case <-flushed:
+	case <-c.done:
+	case <-ctx.Done():
+	}
 }
 
 // Invoke sends req and waits for its response until ctx ends.

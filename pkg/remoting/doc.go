@@ -29,4 +29,10 @@
 // [Client] keeps one connection per address and correlates responses by opaque. Both
 // sides use [Conn], so either side may send requests: the broker calls its clients back
 // (for example NOTIFY_CONSUMER_IDS_CHANGED) over the connection the client opened.
+//
+// Each [Conn] has a reader goroutine and a writer goroutine. [Conn.Send] queues a frame
+// and returns; the writer writes everything queued with one writev, so responses and
+// pipelined requests share syscalls. Send waits once 4 MiB are queued for a peer that
+// does not read. A malformed frame (too long, a header length beyond the frame, an
+// undecodable header) closes its connection with a log line; nothing else is affected.
 package remoting

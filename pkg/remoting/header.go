@@ -20,12 +20,19 @@ import (
 // DecodeHeader fills the struct pointed to by dst from c's extFields. A missing required
 // field or an unparsable value is an error that names the field, fit for a remark.
 func DecodeHeader(c *Command, dst any) error {
-	v := reflect.ValueOf(dst).Elem()
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("remoting: DecodeHeader needs a non-nil pointer to a struct, not %T", dst)
+	}
+	v = v.Elem()
 	t := v.Type()
 	for i := range t.NumField() {
 		name, required := parseTag(t.Field(i).Tag.Get("rmq"))
 		if name == "" {
 			continue
+		}
+		if !t.Field(i).IsExported() {
+			return fmt.Errorf("remoting: header field %s (%s) is not exported", t.Field(i).Name, name)
 		}
 		raw, ok := c.ExtFields[name]
 		if !ok {
@@ -41,9 +48,14 @@ func DecodeHeader(c *Command, dst any) error {
 	return nil
 }
 
-// EncodeHeader returns src's fields as extFields; nil pointers are left out.
+// EncodeHeader returns src's fields as extFields; nil pointers are left out. src is a
+// struct or a pointer to one. A field of an unsupported kind is a programming error: it
+// panics with a message naming the field rather than silently dropping it.
 func EncodeHeader(src any) map[string]string {
 	v := reflect.Indirect(reflect.ValueOf(src))
+	if v.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("remoting: EncodeHeader needs a struct or a pointer to one, not %T", src))
+	}
 	t := v.Type()
 	out := make(map[string]string, t.NumField())
 	for i := range t.NumField() {
@@ -65,6 +77,8 @@ func EncodeHeader(src any) map[string]string {
 			out[name] = strconv.FormatBool(f.Bool())
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			out[name] = strconv.FormatInt(f.Int(), 10)
+		default:
+			panic(fmt.Sprintf("remoting: EncodeHeader: field %s (%s) has unsupported kind %s", t.Field(i).Name, name, f.Kind()))
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Handler serves one request. It returns the response, or nil when it answers later
@@ -46,6 +47,9 @@ type Server struct {
 	listeners []net.Listener
 	conns     map[*Conn]struct{}
 	closing   atomic.Bool
+	// drainMu orders dispatch's closing check and inflight.Add against Shutdown setting
+	// closing, so that no Add can race with inflight.Wait from a zero count.
+	drainMu   sync.RWMutex
 	inflight  sync.WaitGroup // requests queued or running
 	connsDone sync.WaitGroup
 	pools     []*Pool
@@ -116,18 +120,24 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
+	var backoff time.Duration
 	for {
 		nc, err := l.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return net.ErrClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// Out of file descriptors and the like: wait and retry, as net/http does,
+			// rather than stop serving for good.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		s.serveConn(nc)
 	}
 }
@@ -168,11 +178,14 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 		s.reply(c, req, req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code)))
 		return
 	}
+	s.drainMu.RLock()
 	if s.closing.Load() {
+		s.drainMu.RUnlock()
 		s.reply(c, req, req.NewResponse(ServiceNotAvailable, "server is shutting down"))
 		return
 	}
 	s.inflight.Add(1)
+	s.drainMu.RUnlock()
 	job := func() {
 		defer s.inflight.Done()
 		s.reply(c, req, s.serve(r.handler, c, req))
@@ -197,11 +210,18 @@ func (s *Server) reply(c *Conn, req, resp *Command) {
 	if resp == nil || req.IsOneway() {
 		return
 	}
-	resp.Opaque = req.Opaque
-	resp.Flag |= flagResponse
+	prepareResponse(req, resp)
 	if err := c.Send(resp); err != nil && !errors.Is(err, ErrClosed) {
 		s.log.Debug("cannot send response", "remote", c.RemoteAddr(), "err", err)
 	}
+}
+
+// prepareResponse makes resp answer req: same opaque, response flag set, and the
+// serialization req arrived in, which is the one its sender expects back.
+func prepareResponse(req, resp *Command) {
+	resp.Opaque = req.Opaque
+	resp.Flag |= flagResponse
+	resp.Serialize = req.Serialize
 }
 
 // Conns returns the open connections.
@@ -219,8 +239,10 @@ func (s *Server) Conns() []*Conn {
 // SERVICE_NOT_AVAILABLE, waits for the queued and running ones to finish (or ctx to
 // end), then closes every connection and stops the pools.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
+	s.drainMu.Lock()
 	s.closing.Store(true)
+	s.drainMu.Unlock()
+	s.mu.Lock()
 	for _, l := range s.listeners {
 		l.Close()
 	}
@@ -236,7 +258,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.cancel()
 	for _, c := range s.Conns() {
-		c.Close()
+		c.flush(ctx) // the last responses, within what is left of ctx
+		c.closeWith(ErrClosed)
 	}
 	s.connsDone.Wait()
 	s.mu.Lock()

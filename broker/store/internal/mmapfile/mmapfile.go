@@ -181,3 +181,42 @@ func SyncDir(dir string) error {
 
 // Name formats a logical start offset as RocketMQ's 20-digit file name.
 func Name(start int64) string { return fmt.Sprintf("%020d", start) }
+
+const fallocZeroRange = 0x10 // FALLOC_FL_ZERO_RANGE
+
+// ZeroFrom zeroes the file from pos to its end and makes that durable. It
+// asks the filesystem to zero the range (keeping the blocks allocated, so
+// a later write cannot hit ENOSPC) and falls back to clearing the non-zero
+// pages through the mapping. It reports how many bytes were not zero
+// (exact only on the fallback path; otherwise the size of the range).
+func (m *File) ZeroFrom(pos int) (int64, error) {
+	if pos >= len(m.Data) {
+		return 0, nil
+	}
+	// Flush our own dirty pages first so the filesystem sees them.
+	if err := m.Sync(); err != nil {
+		return 0, err
+	}
+	n := int64(len(m.Data) - pos)
+	if err := syscall.Fallocate(int(m.f.Fd()), fallocZeroRange, int64(pos), n); err == nil {
+		return n, m.Sync()
+	}
+	var dirty int64
+	for off := pos; off < len(m.Data); off += 4096 {
+		page := m.Data[off:min(off+4096, len(m.Data))]
+		if !allZero(page) {
+			dirty += int64(len(page))
+			clear(page)
+		}
+	}
+	return dirty, m.Sync()
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// brokerVersion is the RocketMQ version this broker announces (V4_9_7).
+const brokerVersion = "V4_9_7"
+
+func (b *Broker) registerAdmin(pool *remoting.Pool) {
+	for code, f := range map[int16]remoting.HandlerFunc{
+		remoting.UpdateAndCreateTopic:             b.handleCreateTopic,
+		remoting.DeleteTopicInBroker:              b.handleDeleteTopic,
+		remoting.GetAllTopicConfig:                b.handleGetAllTopicConfig,
+		remoting.UpdateAndCreateSubscriptionGroup: b.handleCreateGroup,
+		remoting.GetAllSubscriptionGroupConfig:    b.handleGetAllGroups,
+		remoting.DeleteSubscriptionGroup:          b.handleDeleteGroup,
+		remoting.GetTopicStatsInfo:                b.handleTopicStats,
+		remoting.GetBrokerRuntimeInfo:             b.handleRuntimeInfo,
+		remoting.GetBrokerConfig:                  b.handleGetBrokerConfig,
+		remoting.UpdateBrokerConfig:               b.handleUpdateBrokerConfig,
+		remoting.ViewMessageByID:                  b.handleViewMessage,
+		remoting.QueryMessage:                     b.handleQueryMessage,
+		remoting.GetConsumerConnectionList:        b.handleConsumerConnections,
+		remoting.GetConsumeStats:                  b.handleConsumeStats,
+		remoting.InvokeBrokerToResetOffset:        b.handleResetOffset,
+		remoting.CloneGroupOffset:                 b.handleCloneGroupOffset,
+		remoting.GetAllConsumerOffset:             b.handleGetAllConsumerOffset,
+	} {
+		b.server.Handle(code, f, pool)
+	}
+}
+
+type createTopicHeader struct {
+	Topic           string `rmq:"topic,required"`
+	DefaultTopic    string `rmq:"defaultTopic"`
+	ReadQueueNums   int    `rmq:"readQueueNums,required"`
+	WriteQueueNums  int    `rmq:"writeQueueNums,required"`
+	Perm            int    `rmq:"perm,required"`
+	TopicFilterType string `rmq:"topicFilterType"`
+	TopicSysFlag    int    `rmq:"topicSysFlag"`
+	Order           bool   `rmq:"order"`
+}
+
+func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h createTopicHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if err := metadata.ValidateTopic(h.Topic); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if h.Topic == protocol.DefaultTopic || h.Topic == b.cfg.Get().BrokerClusterName {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", h.Topic))
+	}
+	if h.ReadQueueNums <= 0 || h.WriteQueueNums <= 0 || h.ReadQueueNums > 1024 || h.WriteQueueNums > 1024 {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("queue numbers %d/%d out of range 1..1024", h.ReadQueueNums, h.WriteQueueNums))
+	}
+	if h.TopicFilterType == "" {
+		h.TopicFilterType = protocol.TopicFilterTypeSingleTag
+	}
+	tc := protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
+		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
+	if err := b.topics.Put(tc); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	b.log.Info("topic created or updated", "topic", h.Topic, "read", h.ReadQueueNums, "write", h.WriteQueueNums, "perm", h.Perm, "by", conn.RemoteAddr())
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleDeleteTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.Field("topic")
+	if topic == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <topic> is null")
+	}
+	if b.topics.IsSystem(topic) {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", topic))
+	}
+	if _, err := b.topics.Delete(topic); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	b.offsets.RemoveTopic(topic)
+	if err := b.store.DeleteTopic(topic); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	b.log.Info("topic deleted", "topic", topic, "by", conn.RemoteAddr())
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleGetAllTopicConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = protocol.MustEncode(b.topics.Snapshot())
+	return resp
+}
+
+func (b *Broker) handleCreateGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	gc := metadata.NewSubscriptionGroupConfig("")
+	if err := json.Unmarshal(req.Body, &gc); err != nil || gc.GroupName == "" {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("bad subscription group config: %v", err))
+	}
+	if err := b.groups.Put(gc); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleGetAllGroups(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = b.groups.Encode()
+	return resp
+}
+
+func (b *Broker) handleDeleteGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Field("groupName")
+	if group == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
+	}
+	if _, err := b.groups.Delete(group); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if strings.EqualFold(req.Field("cleanOffset"), "true") {
+		b.offsets.RemoveGroup(group)
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+type topicOffset struct {
+	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
+	MaxOffset           int64 `json:"maxOffset"`
+	MinOffset           int64 `json:"minOffset"`
+}
+
+func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.Field("topic")
+	tc, ok := b.topics.Get(topic)
+	if !ok {
+		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist", topic))
+	}
+	name := b.cfg.Get().BrokerName
+	table := map[messageQueue]any{}
+	for q := range int32(tc.WriteQueueNums) {
+		o := topicOffset{MinOffset: max(b.store.MinOffset(topic, q), 0), MaxOffset: max(b.store.MaxOffset(topic, q), 0)}
+		if o.MaxOffset > 0 {
+			if ts, err := b.store.StoreTime(topic, q, o.MaxOffset-1); err == nil {
+				o.LastUpdateTimestamp = ts
+			}
+		}
+		table[messageQueue{BrokerName: name, QueueID: q, Topic: topic}] = o
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = withTable("offsetTable", mqTable(table), nil)
+	return resp
+}
+
+func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	c := b.cfg.Get()
+	producers, consumers := b.clients.Counts()
+	table := map[string]string{
+		"brokerVersionDesc":   brokerVersion,
+		"brokerVersion":       strconv.Itoa(int(remoting.Version)),
+		"bootTimestamp":       strconv.FormatInt(b.startTime.UnixMilli(), 10),
+		"runtime":             fmt.Sprintf("[ %s ]", time.Since(b.startTime).Round(time.Second)),
+		"commitLogMaxOffset":  strconv.FormatInt(b.store.MaxPhyOffset(), 10),
+		"brokerRole":          c.BrokerRole,
+		"pullRequestHoldNum":  strconv.Itoa(b.holder.Len()),
+		"producerConnections": strconv.Itoa(producers),
+		"consumerConnections": strconv.Itoa(consumers),
+		"goroutines":          strconv.Itoa(runtime.NumGoroutine()),
+		"putTps":              "0.0 0.0 0.0",
+		"getTransferedTps":    "0.0 0.0 0.0",
+		"msgPutTotalTodayNow": "0",
+		"msgGetTotalTodayNow": "0",
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = protocol.MustEncode(map[string]any{"table": table})
+	return resp
+}
+
+func (b *Broker) handleGetBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	c := b.cfg.Get()
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = []byte(config.FormatProperties(c.Properties()))
+	resp.SetField("version", string(protocol.MustEncode(b.topics.DataVersion())))
+	return resp
+}
+
+func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	props, err := config.ParseProperties(strings.NewReader(string(req.Body)))
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	m := map[string]string{}
+	for _, p := range props {
+		m[p.Key] = p.Value
+	}
+	changed, err := b.cfg.Update(m)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	b.log.Info("broker config updated", "keys", changed, "by", conn.RemoteAddr())
+	if slices.Contains(changed, "namesrvAddr") || slices.Contains(changed, "brokerPermission") {
+		b.kickRegister()
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleViewMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	off, err := strconv.ParseInt(req.Field("offset"), 10, 64)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, "the custom field <offset> is invalid")
+	}
+	rec, err := b.store.MessageAt(off)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", off))
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = rec
+	return resp
+}
+
+type queryMessageHeader struct {
+	Topic          string `rmq:"topic,required"`
+	Key            string `rmq:"key,required"`
+	MaxNum         int    `rmq:"maxNum,required"`
+	BeginTimestamp int64  `rmq:"beginTimestamp,required"`
+	EndTimestamp   int64  `rmq:"endTimestamp,required"`
+}
+
+func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h queryMessageHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if h.MaxNum <= 0 || h.MaxNum > 64 {
+		h.MaxNum = 64
+	}
+	recs, err := b.store.QueryByKey(h.Topic, h.Key, h.MaxNum, h.BeginTimestamp, h.EndTimestamp)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if len(recs) == 0 {
+		return req.NewResponse(remoting.QueryNotFound, "can not find message, maybe time range not correct")
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.SetField("indexLastUpdateTimestamp", strconv.FormatInt(time.Now().UnixMilli(), 10))
+	resp.SetField("indexLastUpdatePhyoffset", strconv.FormatInt(b.store.MaxPhyOffset(), 10))
+	for _, r := range recs {
+		resp.Body = append(resp.Body, r...)
+	}
+	return resp
+}

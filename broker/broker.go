@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/client"
+	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/longpoll"
+	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// Options are the parts of a Broker that are not broker.conf keys.
+type Options struct {
+	Logger *slog.Logger
+	// Store replaces the on-disk store (tests). The broker closes it at shutdown.
+	Store MessageStore
+	// NoFastChannel skips the listenPort-2 listener (tests on random ports).
+	NoFastChannel bool
+}
+
+// Broker is one broker process.
+type Broker struct {
+	cfg       *config.Live
+	log       *slog.Logger
+	store     MessageStore
+	topics    *metadata.Topics
+	groups    *metadata.Groups
+	offsets   *metadata.Offsets
+	clients   *client.Registry
+	holder    *longpoll.Holder
+	server    *remoting.Server
+	nsClient  *remoting.Client
+	storeHost netip.AddrPort
+	startTime time.Time
+	opts      Options
+
+	listeners []net.Listener
+	kick      chan struct{} // register with the name servers now
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	shutdown  sync.Once
+}
+
+// New opens the store and the metadata of cfg. Start serves.
+func New(cfg *config.Config, opts Options) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	b := &Broker{
+		cfg:       config.NewLive(cfg),
+		log:       log,
+		clients:   client.NewRegistry(),
+		opts:      opts,
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		startTime: time.Now(),
+	}
+	ip, err := netip.ParseAddr(cfg.BrokerIP1)
+	if err != nil {
+		return nil, fmt.Errorf("brokerIP1=%q: %w", cfg.BrokerIP1, err)
+	}
+	b.storeHost = netip.AddrPortFrom(ip, uint16(cfg.ListenPort))
+
+	dir := metadata.ConfigDir(cfg.StorePathRootDir)
+	levels, _ := store.ParseDelayLevels(cfg.MessageDelayLevel)
+	if b.topics, err = metadata.LoadTopics(dir, metadata.TopicOptions{
+		ClusterName: cfg.BrokerClusterName, BrokerName: cfg.BrokerName,
+		AutoCreateTopicEnable: cfg.AutoCreateTopicEnable, DefaultTopicQueueNums: cfg.DefaultTopicQueueNums,
+		ClusterTopicEnable: cfg.ClusterTopicEnable, BrokerTopicEnable: cfg.BrokerTopicEnable,
+		TraceTopicEnable: cfg.TraceTopicEnable, TraceTopicName: cfg.MsgTraceTopicName, DelayLevels: len(levels),
+	}); err != nil {
+		return nil, err
+	}
+	if b.groups, err = metadata.LoadGroups(dir); err != nil {
+		return nil, err
+	}
+	if b.offsets, err = metadata.LoadOffsets(dir); err != nil {
+		return nil, err
+	}
+	// Persist once so that a fresh broker's config folder is complete.
+	if err := errors.Join(b.topics.Persist(), b.groups.Persist(), b.offsets.Persist(true)); err != nil {
+		return nil, fmt.Errorf("broker: write config files: %w", err)
+	}
+	b.topics.OnChange(b.kickRegister)
+
+	b.store = opts.Store
+	if b.store == nil {
+		sc := cfg.StoreConfig()
+		sc.StoreHost = b.storeHost
+		if b.store, err = openStore(sc); err != nil {
+			return nil, err
+		}
+	}
+	interval := time.Second
+	if !cfg.LongPollingEnable {
+		interval = min(interval, time.Duration(cfg.ShortPollingTimeMills)*time.Millisecond)
+	}
+	b.holder = longpoll.New(interval, b.store.MaxOffset)
+	b.store.OnArrival(func(a *store.Arrival) {
+		b.holder.Notify(a.Topic, a.QueueID, a.MaxOffset, a.TagsCode)
+	})
+
+	b.server = remoting.NewServer(remoting.ServerConfig{
+		Logger:  log,
+		OnClose: b.connClosed,
+	})
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log})
+	b.registerProcessors()
+	return b, nil
+}
+
+func (b *Broker) registerProcessors() {
+	c := b.cfg.Get()
+	s := b.server
+	send := s.NewPool("send", c.SendMessageThreadPoolNums, c.SendThreadPoolQueueCapacity)
+	pull := s.NewPool("pull", c.PullMessageThreadPoolNums, c.PullThreadPoolQueueCapacity)
+	admin := s.NewPool("admin", c.AdminBrokerThreadPoolNums, 10000)
+	clients := s.NewPool("client", c.ClientManageThreadPoolNums, 50000)
+	consumers := s.NewPool("consumer", c.ConsumerManageThreadPoolNums, 100000)
+	h := func(code int16, f remoting.HandlerFunc, p *remoting.Pool) { s.Handle(code, f, p) }
+
+	h(remoting.SendMessage, b.handleSend, send)
+	h(remoting.SendMessageV2, b.handleSend, send)
+	h(remoting.SendBatchMessage, b.handleSend, send)
+
+	h(remoting.PullMessage, b.handlePull, pull)
+
+	h(remoting.HeartBeat, b.handleHeartbeat, clients)
+	h(remoting.UnregisterClient, b.handleUnregisterClient, clients)
+	h(remoting.CheckClientConfig, b.handleCheckClientConfig, clients)
+	h(remoting.GetConsumerListByGroup, b.handleGetConsumerList, consumers)
+
+	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset, consumers)
+	h(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset, consumers)
+	h(remoting.GetMaxOffset, b.handleGetMaxOffset, admin)
+	h(remoting.GetMinOffset, b.handleGetMinOffset, admin)
+	h(remoting.GetEarliestMsgStoreTime, b.handleGetEarliestMsgStoreTime, admin)
+	h(remoting.SearchOffsetByTimestamp, b.handleSearchOffsetByTimestamp, admin)
+
+	b.registerAdmin(admin)
+}
+
+// Start listens on listenPort and the fast channel listenPort-2, registers with the name
+// servers and starts the periodic tasks.
+func (b *Broker) Start() error {
+	c := b.cfg.Get()
+	ports := []int{c.ListenPort}
+	if !b.opts.NoFastChannel {
+		ports = append(ports, c.ListenPort-2)
+	}
+	for _, p := range ports {
+		l, err := b.server.Listen(net.JoinHostPort("", strconv.Itoa(p)))
+		if err != nil {
+			b.server.Shutdown(context.Background())
+			return fmt.Errorf("broker: listen on port %d: %w", p, err)
+		}
+		b.listeners = append(b.listeners, l)
+	}
+	b.log.Info("broker started", "name", c.BrokerName, "cluster", c.BrokerClusterName, "addr", c.BrokerAddr(),
+		"namesrv", c.NamesrvAddr, "store", c.StorePathRootDir)
+	b.registerAll()
+	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
+	b.every(func() time.Duration { return time.Duration(c.FlushConsumerOffsetInterval) * time.Millisecond }, b.persistOffsets, nil)
+	b.every(func() time.Duration { return 10 * time.Second }, b.scanExpiredClients, nil)
+	return nil
+}
+
+// every runs f each period(), and also whenever kick fires.
+func (b *Broker) every(period func() time.Duration, f func(), kick <-chan struct{}) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		t := time.NewTimer(period())
+		defer t.Stop()
+		for {
+			select {
+			case <-b.stop:
+				return
+			case <-t.C:
+			case <-kick:
+				if !t.Stop() {
+					select {
+					case <-t.C:
+					default:
+					}
+				}
+			}
+			f()
+			t.Reset(period())
+		}
+	}()
+}
+
+func (b *Broker) kickRegister() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Broker) persistOffsets() {
+	if err := b.offsets.Persist(false); err != nil {
+		b.log.Error("cannot persist consumer offsets", "err", err)
+	}
+}
+
+// Addr is the address clients reach the broker on (brokerIP1:listenPort).
+func (b *Broker) Addr() string { return b.cfg.Get().BrokerAddr() }
+
+// ListenAddrs returns the bound listener addresses.
+func (b *Broker) ListenAddrs() []string {
+	var out []string
+	for _, l := range b.listeners {
+		out = append(out, l.Addr().String())
+	}
+	return out
+}
+
+// Shutdown stops the broker: unregisters from the name servers, stops accepting,
+// answers held pulls, waits for in-flight requests, persists offsets and configs, and
+// closes the store (flush, clean-shutdown marker).
+func (b *Broker) Shutdown(ctx context.Context) error {
+	var errs []error
+	b.shutdown.Do(func() {
+		close(b.stop)
+		b.wg.Wait()
+		b.unregisterAll()
+		b.holder.Close()
+		if err := b.server.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		b.nsClient.Close()
+		errs = append(errs, b.offsets.Persist(true), b.topics.Persist(), b.groups.Persist())
+		errs = append(errs, b.store.Close())
+		b.log.Info("broker stopped", "name", b.cfg.Get().BrokerName)
+	})
+	return errors.Join(errs...)
+}
+
+// Config returns the current configuration.
+func (b *Broker) Config() config.Config { return b.cfg.Get() }

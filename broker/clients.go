@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/client"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// heartbeatData is HEART_BEAT's body.
+type heartbeatData struct {
+	ClientID        string `json:"clientID"`
+	ProducerDataSet []struct {
+		GroupName string `json:"groupName"`
+	} `json:"producerDataSet"`
+	ConsumerDataSet []struct {
+		GroupName           string                    `json:"groupName"`
+		ConsumeType         string                    `json:"consumeType"`
+		MessageModel        string                    `json:"messageModel"`
+		ConsumeFromWhere    string                    `json:"consumeFromWhere"`
+		SubscriptionDataSet []client.SubscriptionData `json:"subscriptionDataSet"`
+		UnitMode            bool                      `json:"unitMode"`
+	} `json:"consumerDataSet"`
+}
+
+func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var hb heartbeatData
+	if err := protocol.Decode(req.Body, &hb); err != nil {
+		return req.NewResponse(remoting.SystemError, "heartbeat body: "+err.Error())
+	}
+	c := b.cfg.Get()
+	now := time.Now()
+	ch := client.Channel{Conn: conn, ClientID: hb.ClientID, Language: req.Language, Version: req.Version, LastUpdate: now}
+	for _, cd := range hb.ConsumerDataSet {
+		gc, ok, err := b.groups.GetOrCreate(cd.GroupName, c.AutoCreateSubscriptionGroup)
+		if err != nil {
+			b.log.Error("cannot create subscription group", "group", cd.GroupName, "err", err)
+		}
+		notify := true
+		if ok {
+			notify = gc.NotifyConsumerIDsChangedEnable
+			retry := protocol.RetryGroupTopicPrefix + cd.GroupName
+			if _, err := b.topics.Ensure(retry, max(gc.RetryQueueNums, 1), protocol.PermRead|protocol.PermWrite, 0); err != nil {
+				b.log.Error("cannot create retry topic", "topic", retry, "err", err)
+			}
+		}
+		changed, _ := b.clients.RegisterConsumer(client.ConsumerRegistration{
+			Group: cd.GroupName, ConsumeType: cd.ConsumeType, MessageModel: cd.MessageModel,
+			ConsumeFromWhere: cd.ConsumeFromWhere, Subscriptions: cd.SubscriptionDataSet,
+		}, ch)
+		if changed {
+			b.log.Info("consumer registered", "group", cd.GroupName, "client", hb.ClientID, "remote", conn.RemoteAddr())
+			if notify {
+				b.notifyConsumerIDsChanged(cd.GroupName)
+			}
+		}
+	}
+	for _, pd := range hb.ProducerDataSet {
+		b.clients.RegisterProducer(pd.GroupName, ch)
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+type unregisterClientHeader struct {
+	ClientID      string `rmq:"clientID,required"`
+	ProducerGroup string `rmq:"producerGroup"`
+	ConsumerGroup string `rmq:"consumerGroup"`
+}
+
+func (b *Broker) handleUnregisterClient(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h unregisterClientHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if h.ProducerGroup != "" {
+		b.clients.UnregisterProducer(h.ProducerGroup, conn)
+	}
+	if h.ConsumerGroup != "" && b.clients.UnregisterConsumer(h.ConsumerGroup, conn) {
+		b.log.Info("consumer unregistered", "group", h.ConsumerGroup, "client", h.ClientID)
+		if gc, ok := b.groups.Get(h.ConsumerGroup); !ok || gc.NotifyConsumerIDsChangedEnable {
+			b.notifyConsumerIDsChanged(h.ConsumerGroup)
+		}
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleCheckClientConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleGetConsumerList(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Field("consumerGroup")
+	if group == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null")
+	}
+	g, ok := b.clients.Consumer(group)
+	if !ok || len(g.Channels) == 0 {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("no consumer for this group, %s", group))
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body, _ = json.Marshal(map[string][]string{"consumerIdList": g.ClientIDs()})
+	return resp
+}
+
+// notifyConsumerIDsChanged tells every consumer of group, oneway, to rebalance now.
+func (b *Broker) notifyConsumerIDsChanged(group string) {
+	g, ok := b.clients.Consumer(group)
+	if !ok {
+		return
+	}
+	for conn := range g.Channels {
+		req := remoting.NewRequest(remoting.NotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
+		req.MarkOneway()
+		if err := conn.InvokeOneway(req); err != nil {
+			b.log.Debug("cannot notify consumer", "group", group, "remote", conn.RemoteAddr(), "err", err)
+		}
+	}
+}
+
+// connClosed forgets a closed connection and tells the groups it left.
+func (b *Broker) connClosed(conn *remoting.Conn) {
+	for _, group := range b.clients.RemoveConn(conn) {
+		if gc, ok := b.groups.Get(group); !ok || gc.NotifyConsumerIDsChangedEnable {
+			b.notifyConsumerIDsChanged(group)
+		}
+	}
+}
+
+// scanExpiredClients closes connections silent for channelExpiredTimeout; closing them
+// runs connClosed.
+func (b *Broker) scanExpiredClients() {
+	timeout := time.Duration(b.cfg.Get().ChannelExpiredTimeout) * time.Millisecond
+	for _, conn := range b.clients.Expired(time.Now().Add(-timeout)) {
+		b.log.Info("client channel expired", "remote", conn.RemoteAddr(), "silentFor", timeout)
+		conn.Close()
+	}
+}

@@ -1,0 +1,576 @@
+// Package config holds the broker's configuration: the keys of a RocketMQ broker.conf
+// (the Java BrokerConfig, MessageStoreConfig and NettyServerConfig field names), their
+// defaults, parsing with errors that name the key, and live updates (UPDATE_BROKER_CONFIG).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/store"
+)
+
+// Broker roles (brokerRole).
+const (
+	AsyncMaster = "ASYNC_MASTER"
+	SyncMaster  = "SYNC_MASTER"
+	Slave       = "SLAVE"
+)
+
+// ErrInvalid wraps every refused value; the message names the key.
+var ErrInvalid = errors.New("config: invalid value")
+
+// Config is the broker configuration. Field comments give the broker.conf key.
+// Read fields through a snapshot (Get) when the config may be updated live.
+type Config struct {
+	BrokerClusterName string // brokerClusterName
+	BrokerName        string // brokerName
+	BrokerID          int64  // brokerId; 0 is the master
+	BrokerIP1         string // brokerIP1: the address announced to clients
+	BrokerIP2         string // brokerIP2: the address announced for HA
+	ListenPort        int    // listenPort; the fast (VIP) channel listens on listenPort-2
+	HaListenPort      int    // haListenPort
+	NamesrvAddr       string // namesrvAddr: name servers separated by ';'
+	BrokerRole        string // brokerRole: ASYNC_MASTER, SYNC_MASTER or SLAVE
+	BrokerPermission  int    // brokerPermission: perm bits announced for all topics
+
+	StorePathRootDir                  string // storePathRootDir
+	StorePathCommitLog                string // storePathCommitLog
+	FlushDiskType                     string // flushDiskType
+	MappedFileSizeCommitLog           int    // mappedFileSizeCommitLog (alias mapedFileSizeCommitLog)
+	MappedFileSizeConsumeQueue        int    // mappedFileSizeConsumeQueue
+	FlushIntervalCommitLog            int    // flushIntervalCommitLog, ms
+	FlushIntervalConsumeQueue         int    // flushIntervalConsumeQueue, ms
+	SyncFlushTimeout                  int    // syncFlushTimeout, ms
+	FileReservedTime                  int    // fileReservedTime, hours
+	DeleteWhen                        string // deleteWhen
+	DiskMaxUsedSpaceRatio             int    // diskMaxUsedSpaceRatio, percent
+	CleanResourceInterval             int    // cleanResourceInterval, ms
+	MaxMessageSize                    int    // maxMessageSize, bytes
+	MessageDelayLevel                 string // messageDelayLevel
+	MessageIndexEnable                bool   // messageIndexEnable
+	MaxHashSlotNum                    int    // maxHashSlotNum
+	MaxIndexNum                       int    // maxIndexNum
+	AccessMessageInMemoryMaxRatio     int    // accessMessageInMemoryMaxRatio, percent of RAM
+	MaxTransferBytesOnMessageInMemory int
+	MaxTransferCountOnMessageInMemory int
+	MaxTransferBytesOnMessageInDisk   int
+	MaxTransferCountOnMessageInDisk   int
+
+	AutoCreateTopicEnable       bool   // autoCreateTopicEnable
+	AutoCreateSubscriptionGroup bool   // autoCreateSubscriptionGroup
+	DefaultTopicQueueNums       int    // defaultTopicQueueNums
+	ClusterTopicEnable          bool   // clusterTopicEnable
+	BrokerTopicEnable           bool   // brokerTopicEnable
+	TraceTopicEnable            bool   // traceTopicEnable
+	MsgTraceTopicName           string // msgTraceTopicName
+	LongPollingEnable           bool   // longPollingEnable
+	ShortPollingTimeMills       int    // shortPollingTimeMills
+	SlaveReadEnable             bool   // slaveReadEnable
+	RejectTransactionMessage    bool   // rejectTransactionMessage
+
+	SendMessageThreadPoolNums    int // sendMessageThreadPoolNums
+	PullMessageThreadPoolNums    int // pullMessageThreadPoolNums
+	AdminBrokerThreadPoolNums    int // adminBrokerThreadPoolNums
+	ClientManageThreadPoolNums   int // clientManageThreadPoolNums
+	ConsumerManageThreadPoolNums int // consumerManagerThreadPoolNums
+	SendThreadPoolQueueCapacity  int // sendThreadPoolQueueCapacity
+	PullThreadPoolQueueCapacity  int // pullThreadPoolQueueCapacity
+
+	RegisterNameServerPeriod    int // registerNameServerPeriod, ms
+	RegisterBrokerTimeoutMills  int // registerBrokerTimeoutMills, ms
+	FlushConsumerOffsetInterval int // flushConsumerOffsetInterval, ms
+	ChannelExpiredTimeout       int // channelExpiredTimeout, ms (client channels)
+}
+
+// Default returns the RocketMQ 4.9 defaults.
+func Default() *Config {
+	home, _ := os.UserHomeDir()
+	host, _ := os.Hostname()
+	return &Config{
+		BrokerClusterName:                 "DefaultCluster",
+		BrokerName:                        host,
+		BrokerIP1:                         localIP(),
+		ListenPort:                        10911,
+		HaListenPort:                      10912,
+		BrokerRole:                        AsyncMaster,
+		BrokerPermission:                  6,
+		StorePathRootDir:                  filepath.Join(home, "store"),
+		FlushDiskType:                     store.AsyncFlush,
+		MappedFileSizeCommitLog:           store.DefaultMappedFileSizeCommitLog,
+		MappedFileSizeConsumeQueue:        store.DefaultConsumeQueueEntries * 20,
+		FlushIntervalCommitLog:            500,
+		FlushIntervalConsumeQueue:         1000,
+		SyncFlushTimeout:                  5000,
+		FileReservedTime:                  72,
+		DeleteWhen:                        "04",
+		DiskMaxUsedSpaceRatio:             75,
+		CleanResourceInterval:             10000,
+		MaxMessageSize:                    store.DefaultMaxMessageSize,
+		MessageDelayLevel:                 store.DefaultMessageDelayLevel,
+		MessageIndexEnable:                true,
+		MaxHashSlotNum:                    store.DefaultMaxHashSlotNum,
+		MaxIndexNum:                       store.DefaultMaxIndexNum,
+		AccessMessageInMemoryMaxRatio:     store.DefaultAccessMessageInMemoryRatio,
+		MaxTransferBytesOnMessageInMemory: 256 * 1024,
+		MaxTransferCountOnMessageInMemory: 32,
+		MaxTransferBytesOnMessageInDisk:   64 * 1024,
+		MaxTransferCountOnMessageInDisk:   8,
+		AutoCreateTopicEnable:             true,
+		AutoCreateSubscriptionGroup:       true,
+		DefaultTopicQueueNums:             8,
+		ClusterTopicEnable:                true,
+		BrokerTopicEnable:                 true,
+		MsgTraceTopicName:                 "RMQ_SYS_TRACE_TOPIC",
+		LongPollingEnable:                 true,
+		ShortPollingTimeMills:             1000,
+		SendMessageThreadPoolNums:         4,
+		PullMessageThreadPoolNums:         16,
+		AdminBrokerThreadPoolNums:         16,
+		ClientManageThreadPoolNums:        32,
+		ConsumerManageThreadPoolNums:      32,
+		SendThreadPoolQueueCapacity:       10000,
+		PullThreadPoolQueueCapacity:       100000,
+		RegisterNameServerPeriod:          30000,
+		RegisterBrokerTimeoutMills:        6000,
+		FlushConsumerOffsetInterval:       5000,
+		ChannelExpiredTimeout:             120000,
+	}
+}
+
+func localIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// key binds a broker.conf key to a field.
+type key struct {
+	name string
+	ptr  any  // *string, *int, *int64 or *bool
+	live bool // UPDATE_BROKER_CONFIG may change it while running
+}
+
+func (c *Config) keys() []key {
+	return []key{
+		{"brokerClusterName", &c.BrokerClusterName, false},
+		{"brokerName", &c.BrokerName, false},
+		{"brokerId", &c.BrokerID, false},
+		{"brokerIP1", &c.BrokerIP1, false},
+		{"brokerIP2", &c.BrokerIP2, false},
+		{"listenPort", &c.ListenPort, false},
+		{"haListenPort", &c.HaListenPort, false},
+		{"namesrvAddr", &c.NamesrvAddr, true},
+		{"brokerRole", &c.BrokerRole, false},
+		{"brokerPermission", &c.BrokerPermission, true},
+		{"storePathRootDir", &c.StorePathRootDir, false},
+		{"storePathCommitLog", &c.StorePathCommitLog, false},
+		{"flushDiskType", &c.FlushDiskType, false},
+		{"mappedFileSizeCommitLog", &c.MappedFileSizeCommitLog, false},
+		{"mappedFileSizeConsumeQueue", &c.MappedFileSizeConsumeQueue, false},
+		{"flushIntervalCommitLog", &c.FlushIntervalCommitLog, false},
+		{"flushIntervalConsumeQueue", &c.FlushIntervalConsumeQueue, false},
+		{"syncFlushTimeout", &c.SyncFlushTimeout, false},
+		{"fileReservedTime", &c.FileReservedTime, false},
+		{"deleteWhen", &c.DeleteWhen, false},
+		{"diskMaxUsedSpaceRatio", &c.DiskMaxUsedSpaceRatio, false},
+		{"cleanResourceInterval", &c.CleanResourceInterval, false},
+		{"maxMessageSize", &c.MaxMessageSize, false},
+		{"messageDelayLevel", &c.MessageDelayLevel, false},
+		{"messageIndexEnable", &c.MessageIndexEnable, false},
+		{"maxHashSlotNum", &c.MaxHashSlotNum, false},
+		{"maxIndexNum", &c.MaxIndexNum, false},
+		{"accessMessageInMemoryMaxRatio", &c.AccessMessageInMemoryMaxRatio, false},
+		{"maxTransferBytesOnMessageInMemory", &c.MaxTransferBytesOnMessageInMemory, false},
+		{"maxTransferCountOnMessageInMemory", &c.MaxTransferCountOnMessageInMemory, false},
+		{"maxTransferBytesOnMessageInDisk", &c.MaxTransferBytesOnMessageInDisk, false},
+		{"maxTransferCountOnMessageInDisk", &c.MaxTransferCountOnMessageInDisk, false},
+		{"autoCreateTopicEnable", &c.AutoCreateTopicEnable, true},
+		{"autoCreateSubscriptionGroup", &c.AutoCreateSubscriptionGroup, true},
+		{"defaultTopicQueueNums", &c.DefaultTopicQueueNums, true},
+		{"clusterTopicEnable", &c.ClusterTopicEnable, false},
+		{"brokerTopicEnable", &c.BrokerTopicEnable, false},
+		{"traceTopicEnable", &c.TraceTopicEnable, false},
+		{"msgTraceTopicName", &c.MsgTraceTopicName, false},
+		{"longPollingEnable", &c.LongPollingEnable, true},
+		{"shortPollingTimeMills", &c.ShortPollingTimeMills, true},
+		{"slaveReadEnable", &c.SlaveReadEnable, true},
+		{"rejectTransactionMessage", &c.RejectTransactionMessage, true},
+		{"sendMessageThreadPoolNums", &c.SendMessageThreadPoolNums, false},
+		{"pullMessageThreadPoolNums", &c.PullMessageThreadPoolNums, false},
+		{"adminBrokerThreadPoolNums", &c.AdminBrokerThreadPoolNums, false},
+		{"clientManageThreadPoolNums", &c.ClientManageThreadPoolNums, false},
+		{"consumerManagerThreadPoolNums", &c.ConsumerManageThreadPoolNums, false},
+		{"sendThreadPoolQueueCapacity", &c.SendThreadPoolQueueCapacity, false},
+		{"pullThreadPoolQueueCapacity", &c.PullThreadPoolQueueCapacity, false},
+		{"registerNameServerPeriod", &c.RegisterNameServerPeriod, true},
+		{"registerBrokerTimeoutMills", &c.RegisterBrokerTimeoutMills, true},
+		{"flushConsumerOffsetInterval", &c.FlushConsumerOffsetInterval, false},
+		{"channelExpiredTimeout", &c.ChannelExpiredTimeout, false},
+	}
+}
+
+// aliases maps old spellings to the current key.
+var aliases = map[string]string{
+	"mapedFileSizeCommitLog":    "mappedFileSizeCommitLog",
+	"mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue",
+}
+
+// ignored are Java keys this broker accepts without effect: they tune Java internals
+// (Netty, thread pools, JVM) or features we do not have. They are not warned about.
+var ignored = map[string]bool{
+	"rocketmqHome": true, "serverWorkerThreads": true, "serverCallbackExecutorThreads": true,
+	"serverSelectorThreads": true, "serverOnewaySemaphoreValue": true, "serverAsyncSemaphoreValue": true,
+	"serverChannelMaxIdleTimeSeconds": true, "serverSocketSndBufSize": true, "serverSocketRcvBufSize": true,
+	"serverPooledByteBufAllocatorEnable": true, "useEpollNativeSelector": true, "transientStorePoolEnable": true,
+	"useReentrantLockWhenPutMessage": true, "sendMessageThreadPoolNums_": true, "waitTimeMillsInSendQueue": true,
+	"osPageCacheBusyTimeOutMills": true, "fetchNamesrvAddrByAddressServer": true, "aclEnable": true,
+	"warmMapedFileEnable": true, "enablePropertyFilter": true, "enableCalcFilterBitMap": true,
+	"isEnableBatchPush": true, "brokerFastFailureEnable": true, "storePathIndex": true,
+	"enableDLegerCommitLog": true, "transactionCheckInterval": true, "transactionTimeOut": true,
+	"transactionCheckMax": true, "filterServerNums": true, "compressedRegister": true,
+	"forceRegister": true, "enableConsumeQueueExt": true, "timerWheelEnable": true,
+	"maxDelayTime": true, "isEnableTransferMsgByHeap": true, "transferMsgByHeap": true,
+	"flushLeastPagesWhenWarmMapedFile": true, "flushCommitLogLeastPages": true,
+	"flushConsumeQueueLeastPages": true, "flushCommitLogThoroughInterval": true,
+	"flushConsumeQueueThoroughInterval": true, "fastListenPort": true,
+}
+
+// Warning is a key that was skipped.
+type Warning struct {
+	Key    string
+	Line   int
+	Reason string
+}
+
+func (w Warning) String() string {
+	if w.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", w.Line, w.Key, w.Reason)
+	}
+	return fmt.Sprintf("%s: %s", w.Key, w.Reason)
+}
+
+// Load reads a broker.conf over the defaults. A value that does not parse or validate
+// is an error naming the key; unknown keys come back as warnings.
+func Load(r io.Reader) (*Config, []Warning, error) {
+	props, err := ParseProperties(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	c := Default()
+	var warns []Warning
+	for _, p := range props {
+		known, err := c.set(p.Key, p.Value, false)
+		if err != nil {
+			return nil, warns, fmt.Errorf("line %d: %w", p.Line, err)
+		}
+		if !known {
+			warns = append(warns, Warning{Key: p.Key, Line: p.Line, Reason: "unknown key, ignored"})
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, warns, err
+	}
+	return c, warns, nil
+}
+
+// LoadFile is Load on a file.
+func LoadFile(path string) (*Config, []Warning, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	c, w, err := Load(f)
+	if err != nil {
+		return nil, w, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, w, nil
+}
+
+// Set parses value into key (initial configuration, e.g. from flags). It reports false for
+// an unknown key.
+func (c *Config) Set(name, value string) (bool, error) { return c.set(name, value, false) }
+
+func (c *Config) set(name, value string, liveOnly bool) (known bool, err error) {
+	if a, ok := aliases[name]; ok {
+		name = a
+	}
+	if ignored[name] {
+		return true, nil
+	}
+	for _, k := range c.keys() {
+		if k.name != name {
+			continue
+		}
+		if liveOnly && !k.live {
+			return true, fmt.Errorf("%w: %s cannot be changed while the broker runs", ErrInvalid, name)
+		}
+		return true, setValue(k, value)
+	}
+	return false, nil
+}
+
+func setValue(k key, raw string) error {
+	v := strings.TrimSpace(raw)
+	switch p := k.ptr.(type) {
+	case *string:
+		*p = v
+	case *bool:
+		switch strings.ToLower(v) {
+		case "true":
+			*p = true
+		case "false":
+			*p = false
+		default:
+			return fmt.Errorf("%w: %s=%q is not true or false", ErrInvalid, k.name, raw)
+		}
+	case *int:
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q is not a 32-bit integer", ErrInvalid, k.name, raw)
+		}
+		*p = int(n)
+	case *int64:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q is not an integer", ErrInvalid, k.name, raw)
+		}
+		*p = n
+	}
+	return nil
+}
+
+// Validate checks the values together; the error names the key.
+func (c *Config) Validate() error {
+	bad := func(key string, v any, why string) error {
+		return fmt.Errorf("%w: %s=%v: %s", ErrInvalid, key, v, why)
+	}
+	switch {
+	case c.BrokerName == "":
+		return bad("brokerName", `""`, "must not be empty")
+	case c.BrokerClusterName == "":
+		return bad("brokerClusterName", `""`, "must not be empty")
+	case c.BrokerID < 0:
+		return bad("brokerId", c.BrokerID, "must be >= 0")
+	case c.ListenPort < 3 || c.ListenPort > 65535:
+		return bad("listenPort", c.ListenPort, "must be in 3..65535 (the fast channel uses listenPort-2)")
+	case c.HaListenPort < 0 || c.HaListenPort > 65535:
+		return bad("haListenPort", c.HaListenPort, "must be in 0..65535")
+	case c.BrokerRole != AsyncMaster && c.BrokerRole != SyncMaster && c.BrokerRole != Slave:
+		return bad("brokerRole", c.BrokerRole, "must be ASYNC_MASTER, SYNC_MASTER or SLAVE")
+	case c.BrokerRole == Slave && c.BrokerID == 0:
+		return bad("brokerId", c.BrokerID, "a SLAVE needs brokerId > 0")
+	case c.BrokerRole != Slave && c.BrokerID != 0:
+		return bad("brokerId", c.BrokerID, "a master must have brokerId 0")
+	case c.FlushDiskType != store.AsyncFlush && c.FlushDiskType != store.SyncFlush:
+		return bad("flushDiskType", c.FlushDiskType, "must be ASYNC_FLUSH or SYNC_FLUSH")
+	case c.StorePathRootDir == "":
+		return bad("storePathRootDir", `""`, "must not be empty")
+	case c.MappedFileSizeCommitLog < 4096:
+		return bad("mappedFileSizeCommitLog", c.MappedFileSizeCommitLog, "must be at least 4096")
+	case c.MappedFileSizeConsumeQueue < 20 || c.MappedFileSizeConsumeQueue%20 != 0:
+		return bad("mappedFileSizeConsumeQueue", c.MappedFileSizeConsumeQueue, "must be a positive multiple of 20")
+	case c.MaxMessageSize <= 0 || c.MaxMessageSize > c.MappedFileSizeCommitLog-8:
+		return bad("maxMessageSize", c.MaxMessageSize, "must be positive and fit a commitlog segment")
+	case c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95:
+		return bad("diskMaxUsedSpaceRatio", c.DiskMaxUsedSpaceRatio, "must be in 10..95")
+	case c.FileReservedTime <= 0:
+		return bad("fileReservedTime", c.FileReservedTime, "must be > 0 hours")
+	case c.DefaultTopicQueueNums <= 0 || c.DefaultTopicQueueNums > 1024:
+		return bad("defaultTopicQueueNums", c.DefaultTopicQueueNums, "must be in 1..1024")
+	case c.BrokerPermission&^7 != 0:
+		return bad("brokerPermission", c.BrokerPermission, "must be a combination of READ 4, WRITE 2, INHERIT 1")
+	case c.ShortPollingTimeMills <= 0:
+		return bad("shortPollingTimeMills", c.ShortPollingTimeMills, "must be > 0")
+	case c.RegisterNameServerPeriod < 1000 || c.RegisterNameServerPeriod > 60000:
+		return bad("registerNameServerPeriod", c.RegisterNameServerPeriod, "must be in 1000..60000 ms")
+	case c.FlushConsumerOffsetInterval <= 0 || c.FlushIntervalCommitLog <= 0 || c.FlushIntervalConsumeQueue <= 0 || c.SyncFlushTimeout <= 0:
+		return bad("flushConsumerOffsetInterval/flushIntervalCommitLog/flushIntervalConsumeQueue/syncFlushTimeout", "", "must be > 0")
+	case c.ChannelExpiredTimeout <= 0:
+		return bad("channelExpiredTimeout", c.ChannelExpiredTimeout, "must be > 0")
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{
+		{"sendMessageThreadPoolNums", c.SendMessageThreadPoolNums}, {"pullMessageThreadPoolNums", c.PullMessageThreadPoolNums},
+		{"adminBrokerThreadPoolNums", c.AdminBrokerThreadPoolNums}, {"clientManageThreadPoolNums", c.ClientManageThreadPoolNums},
+		{"consumerManagerThreadPoolNums", c.ConsumerManageThreadPoolNums}, {"sendThreadPoolQueueCapacity", c.SendThreadPoolQueueCapacity},
+		{"pullThreadPoolQueueCapacity", c.PullThreadPoolQueueCapacity},
+	} {
+		if n.v <= 0 {
+			return bad(n.key, n.v, "must be > 0")
+		}
+	}
+	if c.BrokerIP1 != "" {
+		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {
+			return bad("brokerIP1", c.BrokerIP1, "is not an IP address")
+		}
+	}
+	if err := validateNamesrv(c.NamesrvAddr); err != nil {
+		return bad("namesrvAddr", c.NamesrvAddr, err.Error())
+	}
+	if _, err := store.ParseDelayLevels(c.MessageDelayLevel); err != nil {
+		return bad("messageDelayLevel", c.MessageDelayLevel, err.Error())
+	}
+	for _, h := range strings.Split(c.DeleteWhen, ";") {
+		if n, err := strconv.Atoi(strings.TrimSpace(h)); strings.TrimSpace(h) != "" && (err != nil || n < 0 || n > 23) {
+			return bad("deleteWhen", c.DeleteWhen, "must be hours 00..23 separated by ';'")
+		}
+	}
+	return nil
+}
+
+func validateNamesrv(s string) error {
+	for _, a := range NamesrvList(s) {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("%q is not host:port", a)
+		}
+	}
+	return nil
+}
+
+// NamesrvList splits a namesrvAddr value ("a:9876;b:9876").
+func NamesrvList(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ";") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// BrokerAddr is the address announced to name servers and clients.
+func (c Config) BrokerAddr() string {
+	return net.JoinHostPort(c.BrokerIP1, strconv.Itoa(c.ListenPort))
+}
+
+// Properties returns every key with its current value, sorted, as GET_BROKER_CONFIG shows.
+func (c *Config) Properties() map[string]string {
+	out := make(map[string]string)
+	for _, k := range c.keys() {
+		switch p := k.ptr.(type) {
+		case *string:
+			out[k.name] = *p
+		case *bool:
+			out[k.name] = strconv.FormatBool(*p)
+		case *int:
+			out[k.name] = strconv.Itoa(*p)
+		case *int64:
+			out[k.name] = strconv.FormatInt(*p, 10)
+		}
+	}
+	out["fastListenPort"] = strconv.Itoa(c.ListenPort - 2)
+	return out
+}
+
+// FormatProperties renders props as "key=value\n" lines in key order.
+func FormatProperties(props map[string]string) string {
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(props[k])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// StoreConfig maps the store keys onto a store.Config.
+func (c *Config) StoreConfig() store.Config {
+	sc := store.DefaultConfig(c.StorePathRootDir)
+	sc.StorePathCommitLog = c.StorePathCommitLog
+	sc.MappedFileSizeCommitLog = c.MappedFileSizeCommitLog
+	sc.MappedFileSizeConsumeQueue = c.MappedFileSizeConsumeQueue
+	sc.FlushDiskType = c.FlushDiskType
+	sc.SyncFlushTimeout = time.Duration(c.SyncFlushTimeout) * time.Millisecond
+	sc.FlushIntervalCommitLog = time.Duration(c.FlushIntervalCommitLog) * time.Millisecond
+	sc.FlushIntervalConsumeQueue = time.Duration(c.FlushIntervalConsumeQueue) * time.Millisecond
+	sc.FileReservedTime = c.FileReservedTime
+	sc.DeleteWhen = c.DeleteWhen
+	sc.DiskMaxUsedSpaceRatio = c.DiskMaxUsedSpaceRatio
+	sc.CleanResourceInterval = time.Duration(c.CleanResourceInterval) * time.Millisecond
+	sc.MaxMessageSize = c.MaxMessageSize
+	sc.MessageDelayLevel = c.MessageDelayLevel
+	sc.MaxHashSlotNum = c.MaxHashSlotNum
+	sc.MaxIndexNum = c.MaxIndexNum
+	sc.MessageIndexEnable = c.MessageIndexEnable
+	sc.AccessMessageInMemoryMaxRatio = c.AccessMessageInMemoryMaxRatio
+	sc.MaxTransferBytesOnMessageInMemory = c.MaxTransferBytesOnMessageInMemory
+	sc.MaxTransferCountOnMessageInMemory = c.MaxTransferCountOnMessageInMemory
+	sc.MaxTransferBytesOnMessageInDisk = c.MaxTransferBytesOnMessageInDisk
+	sc.MaxTransferCountOnMessageInDisk = c.MaxTransferCountOnMessageInDisk
+	if ip, err := netip.ParseAddr(c.BrokerIP1); err == nil {
+		sc.StoreHost = netip.AddrPortFrom(ip, uint16(c.ListenPort))
+	}
+	return sc
+}
+
+// Live guards a Config that UPDATE_BROKER_CONFIG may change while the broker runs.
+type Live struct {
+	mu  sync.RWMutex
+	cfg Config
+}
+
+// NewLive wraps c.
+func NewLive(c *Config) *Live { return &Live{cfg: *c} }
+
+// Get returns a copy of the current configuration.
+func (l *Live) Get() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
+// Update applies props to a copy, validates it and installs it; keys that cannot change
+// while running are refused. It returns the keys whose value changed.
+func (l *Live) Update(props map[string]string) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.cfg
+	before := next.Properties()
+	for k, v := range props {
+		known, err := next.set(k, v, true)
+		if err != nil {
+			return nil, err
+		}
+		if !known {
+			return nil, fmt.Errorf("%w: unknown key %s", ErrInvalid, k)
+		}
+	}
+	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	var changed []string
+	for k, v := range next.Properties() {
+		if before[k] != v {
+			changed = append(changed, k)
+		}
+	}
+	sort.Strings(changed)
+	l.cfg = next
+	return changed, nil
+}

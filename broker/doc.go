@@ -1,0 +1,15 @@
+// Package broker is a RocketMQ 4.x wire-compatible broker: it serves the remoting
+// requests of stock producers, consumers and admin tools on top of broker/store.
+//
+// A [Broker] owns its configuration, message store, metadata tables (topics,
+// subscription groups, consumer offsets), client registry and long-poll holder, and
+// registers one processor per request code. Processors live by concern:
+//
+//	send.go     SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE
+//	pull.go     PULL_MESSAGE and long polling
+//	clients.go  HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, notifications
+//	offsets.go  consumer offsets and queue offset queries
+//	reset.go    offset reset by time, consume stats, clone, connection lists
+//	admin.go    topics, groups, broker config and runtime info, message lookups
+//	namesrv.go  registration with the name servers
+package broker

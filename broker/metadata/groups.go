@@ -1,0 +1,173 @@
+package metadata
+
+import (
+	"maps"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+)
+
+// SubscriptionGroupConfig is a consumer group's broker-side settings, as Java's
+// SubscriptionGroupConfig serializes them.
+type SubscriptionGroupConfig struct {
+	GroupName                      string `json:"groupName"`
+	ConsumeEnable                  bool   `json:"consumeEnable"`
+	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
+	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
+	RetryQueueNums                 int    `json:"retryQueueNums"`
+	RetryMaxTimes                  int    `json:"retryMaxTimes"`
+	BrokerID                       int64  `json:"brokerId"`
+	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
+	NotifyConsumerIDsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
+}
+
+// NewSubscriptionGroupConfig returns Java's defaults for group.
+func NewSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
+	return SubscriptionGroupConfig{
+		GroupName: group, ConsumeEnable: true, ConsumeFromMinEnable: true, ConsumeBroadcastEnable: true,
+		RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1, NotifyConsumerIDsChangedEnable: true,
+	}
+}
+
+// UnmarshalJSON fills absent fields with the defaults, as Java's field initializers do.
+func (g *SubscriptionGroupConfig) UnmarshalJSON(b []byte) error {
+	type plain SubscriptionGroupConfig
+	p := plain(NewSubscriptionGroupConfig(""))
+	if err := protocol.Decode(b, &p); err != nil {
+		return err
+	}
+	*g = SubscriptionGroupConfig(p)
+	return nil
+}
+
+// systemGroups are the groups a Java broker creates at start.
+var systemGroups = []string{
+	"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CID_RMQ_SYS_TRANS",
+	"SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION",
+	"CID_ONSAPI_OWNER",
+}
+
+type groupsFile struct {
+	SubscriptionGroupTable map[string]*SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+	DataVersion            protocol.DataVersion                `json:"dataVersion"`
+}
+
+// Groups is the subscription group table, persisted as subscriptionGroup.json.
+type Groups struct {
+	path string
+
+	mu      sync.RWMutex
+	table   map[string]*SubscriptionGroupConfig
+	version protocol.DataVersion
+}
+
+// LoadGroups builds the system groups and loads <dir>/subscriptionGroup.json over them.
+func LoadGroups(dir string) (*Groups, error) {
+	g := &Groups{
+		path:    filepath.Join(dir, SubscriptionGroupFile),
+		table:   map[string]*SubscriptionGroupConfig{},
+		version: protocol.NewDataVersion(),
+	}
+	for _, name := range systemGroups {
+		c := NewSubscriptionGroupConfig(name)
+		if name == "TOOLS_CONSUMER" || name == "FILTERSRV_CONSUMER" || name == "SELF_TEST_C_GROUP" {
+			c.ConsumeBroadcastEnable = true
+		}
+		g.table[name] = &c
+	}
+	var file groupsFile
+	found, err := loadJSON(g.path, &file, func() { file = groupsFile{} })
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		maps.Copy(g.table, file.SubscriptionGroupTable)
+		if file.DataVersion.Timestamp != 0 {
+			g.version = file.DataVersion
+		}
+	}
+	return g, nil
+}
+
+// Get returns group's config.
+func (g *Groups) Get(group string) (SubscriptionGroupConfig, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	c, ok := g.table[group]
+	if !ok {
+		return SubscriptionGroupConfig{}, false
+	}
+	return *c, true
+}
+
+// GetOrCreate returns group's config, creating it with the defaults when autoCreate.
+func (g *Groups) GetOrCreate(group string, autoCreate bool) (SubscriptionGroupConfig, bool, error) {
+	if c, ok := g.Get(group); ok || !autoCreate {
+		return c, ok, nil
+	}
+	c := NewSubscriptionGroupConfig(group)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.table[group]; ok {
+		return *old, true, nil
+	}
+	g.table[group] = &c
+	return c, true, g.commitLocked()
+}
+
+// Put creates or replaces a group config.
+func (g *Groups) Put(c SubscriptionGroupConfig) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.table[c.GroupName] = &c
+	return g.commitLocked()
+}
+
+// Delete removes a group; it reports whether it existed.
+func (g *Groups) Delete(group string) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.table[group]; !ok {
+		return false, nil
+	}
+	delete(g.table, group)
+	return true, g.commitLocked()
+}
+
+// Names returns the group names, sorted.
+func (g *Groups) Names() []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := make([]string, 0, len(g.table))
+	for k := range g.table {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Encode returns the table as GET_ALL_SUBSCRIPTIONGROUP_CONFIG and the file show it.
+func (g *Groups) Encode() []byte {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.encodeLocked()
+}
+
+func (g *Groups) encodeLocked() []byte {
+	return protocol.MustEncode(groupsFile{SubscriptionGroupTable: g.table, DataVersion: g.version})
+}
+
+// Persist writes the table.
+func (g *Groups) Persist() error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return writeAtomically(g.path, g.encodeLocked())
+}
+
+// commitLocked bumps the version and persists. Lock must be held.
+func (g *Groups) commitLocked() error {
+	g.version = g.version.Next()
+	return writeAtomically(g.path, g.encodeLocked())
+}

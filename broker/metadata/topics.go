@@ -1,0 +1,295 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"sync"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+)
+
+// MaxTopicLength is the longest topic name (Java's TopicValidator).
+const MaxTopicLength = 127
+
+var topicPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+// Errors of topic operations.
+var (
+	ErrIllegalTopic  = errors.New("metadata: illegal topic name")
+	ErrTopicNotExist = errors.New("metadata: topic does not exist")
+	ErrSystemTopic   = errors.New("metadata: system topic")
+)
+
+// ValidateTopic checks a topic name as Java's TopicValidator does.
+func ValidateTopic(topic string) error {
+	switch {
+	case topic == "":
+		return fmt.Errorf("%w: the specified topic is blank", ErrIllegalTopic)
+	case len(topic) > MaxTopicLength:
+		return fmt.Errorf("%w: the specified topic is longer than topic max length %d", ErrIllegalTopic, MaxTopicLength)
+	case !topicPattern.MatchString(topic):
+		return fmt.Errorf("%w: the specified topic %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", ErrIllegalTopic, topic)
+	}
+	return nil
+}
+
+// ReplyTopic is the request-reply topic of a cluster.
+func ReplyTopic(cluster string) string { return cluster + "_REPLY_TOPIC" }
+
+// TopicOptions are the broker settings that shape the system topics.
+type TopicOptions struct {
+	ClusterName           string
+	BrokerName            string
+	AutoCreateTopicEnable bool
+	DefaultTopicQueueNums int
+	ClusterTopicEnable    bool
+	BrokerTopicEnable     bool
+	TraceTopicEnable      bool
+	TraceTopicName        string
+	DelayLevels           int // queues of SCHEDULE_TOPIC_XXXX
+}
+
+// Topics is the broker's topic table, persisted as topics.json.
+type Topics struct {
+	path     string
+	opts     TopicOptions
+	onChange func() // called, without the lock, after a change was persisted
+
+	mu      sync.RWMutex
+	table   map[string]*protocol.TopicConfig
+	version protocol.DataVersion
+	system  map[string]bool
+}
+
+// LoadTopics builds the system topics and loads <dir>/topics.json over them.
+func LoadTopics(dir string, opts TopicOptions) (*Topics, error) {
+	t := &Topics{
+		path:    filepath.Join(dir, TopicsFile),
+		opts:    opts,
+		table:   map[string]*protocol.TopicConfig{},
+		version: protocol.NewDataVersion(),
+		system:  map[string]bool{},
+	}
+	t.addSystemTopics()
+	var file protocol.TopicConfigSerializeWrapper
+	found, err := loadJSON(t.path, &file, func() { file = protocol.TopicConfigSerializeWrapper{} })
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		maps.Copy(t.table, file.TopicConfigTable)
+		if file.DataVersion.Timestamp != 0 {
+			t.version = file.DataVersion
+		}
+	}
+	// TBW102 follows autoCreateTopicEnable, whatever an older file says.
+	if !opts.AutoCreateTopicEnable {
+		delete(t.table, protocol.DefaultTopic)
+	}
+	return t, nil
+}
+
+func (t *Topics) addSystemTopics() {
+	add := func(name string, queues, perm int) {
+		tc := protocol.NewTopicConfig(name)
+		tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = queues, queues, perm
+		t.table[name] = tc
+		t.system[name] = true
+	}
+	rw := protocol.PermRead | protocol.PermWrite
+	o := t.opts
+	add(protocol.SelfTestTopic, 1, rw)
+	if o.AutoCreateTopicEnable {
+		add(protocol.DefaultTopic, o.DefaultTopicQueueNums, protocol.DefaultTopicPerm)
+	}
+	add(protocol.BenchmarkTopic, 1024, rw)
+	clusterPerm := protocol.PermInherit
+	if o.ClusterTopicEnable {
+		clusterPerm |= rw
+	}
+	add(o.ClusterName, protocol.DefaultQueueNums, clusterPerm)
+	brokerPerm := protocol.PermInherit
+	if o.BrokerTopicEnable {
+		brokerPerm |= rw
+	}
+	add(o.BrokerName, 1, brokerPerm)
+	add(protocol.OffsetMovedEventTopic, 1, rw)
+	delay := o.DelayLevels
+	if delay <= 0 {
+		delay = 18
+	}
+	add(protocol.ScheduleTopic, delay, rw)
+	if o.TraceTopicEnable {
+		name := o.TraceTopicName
+		if name == "" {
+			name = protocol.TraceTopic
+		}
+		add(name, 1, rw)
+	}
+	add(ReplyTopic(o.ClusterName), 1, rw)
+	add(protocol.TransHalfTopic, 1, rw)
+	add(protocol.TransOpHalfTopic, 1, rw)
+}
+
+// OnChange sets the function called after every persisted change (the broker
+// re-registers with its name servers).
+func (t *Topics) OnChange(f func()) { t.onChange = f }
+
+// IsSystem reports whether name is one of the built-in topics.
+func (t *Topics) IsSystem(name string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.system[name]
+}
+
+// Get returns a copy of the topic's config.
+func (t *Topics) Get(name string) (protocol.TopicConfig, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	tc, ok := t.table[name]
+	if !ok {
+		return protocol.TopicConfig{}, false
+	}
+	return *tc, true
+}
+
+// Snapshot returns a copy of the table with its version.
+func (t *Topics) Snapshot() protocol.TopicConfigSerializeWrapper {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.snapshotLocked()
+}
+
+func (t *Topics) snapshotLocked() protocol.TopicConfigSerializeWrapper {
+	out := protocol.TopicConfigSerializeWrapper{
+		TopicConfigTable: make(map[string]*protocol.TopicConfig, len(t.table)),
+		DataVersion:      t.version,
+	}
+	for k, v := range t.table {
+		c := *v
+		out.TopicConfigTable[k] = &c
+	}
+	return out
+}
+
+// DataVersion returns the table's version.
+func (t *Topics) DataVersion() protocol.DataVersion {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.version
+}
+
+// Put creates or replaces a topic config, persists the table and notifies.
+func (t *Topics) Put(tc protocol.TopicConfig) error {
+	if err := ValidateTopic(tc.TopicName); err != nil {
+		return err
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = protocol.TopicFilterTypeSingleTag
+	}
+	t.mu.Lock()
+	if old, ok := t.table[tc.TopicName]; ok && *old == tc {
+		t.mu.Unlock()
+		return nil
+	}
+	t.table[tc.TopicName] = &tc
+	err := t.commitLocked()
+	t.mu.Unlock()
+	t.notify()
+	return err
+}
+
+// Delete removes a topic; it reports whether it existed.
+func (t *Topics) Delete(name string) (bool, error) {
+	t.mu.Lock()
+	if _, ok := t.table[name]; !ok {
+		t.mu.Unlock()
+		return false, nil
+	}
+	delete(t.table, name)
+	err := t.commitLocked()
+	t.mu.Unlock()
+	t.notify()
+	return true, err
+}
+
+// CreateForSend returns topic's config, creating it from defaultTopic when that topic is
+// inheritable (TBW102 with autoCreateTopicEnable), with min(clientQueueNums, the default
+// topic's write queues) queues. It reports ErrTopicNotExist when it cannot.
+func (t *Topics) CreateForSend(topic, defaultTopic string, clientQueueNums, sysFlag int) (protocol.TopicConfig, bool, error) {
+	t.mu.Lock()
+	if tc, ok := t.table[topic]; ok {
+		t.mu.Unlock()
+		return *tc, false, nil
+	}
+	def, ok := t.table[defaultTopic]
+	if !ok || !protocol.IsInherited(def.Perm) || (defaultTopic == protocol.DefaultTopic && !t.opts.AutoCreateTopicEnable) {
+		t.mu.Unlock()
+		return protocol.TopicConfig{}, false, fmt.Errorf("%w: topic[%s] not exist, apply first please", ErrTopicNotExist, topic)
+	}
+	if err := ValidateTopic(topic); err != nil {
+		t.mu.Unlock()
+		return protocol.TopicConfig{}, false, err
+	}
+	n := min(clientQueueNums, def.WriteQueueNums)
+	if n <= 0 {
+		n = def.WriteQueueNums
+	}
+	tc := &protocol.TopicConfig{
+		TopicName: topic, ReadQueueNums: n, WriteQueueNums: n,
+		Perm: def.Perm &^ protocol.PermInherit, TopicFilterType: protocol.TopicFilterTypeSingleTag,
+		TopicSysFlag: sysFlag,
+	}
+	t.table[topic] = tc
+	err := t.commitLocked()
+	out := *tc
+	t.mu.Unlock()
+	t.notify()
+	return out, true, err
+}
+
+// Ensure returns name's config, creating it with the given queues and perm when absent
+// (retry and DLQ topics).
+func (t *Topics) Ensure(name string, queues, perm, sysFlag int) (protocol.TopicConfig, error) {
+	t.mu.Lock()
+	if tc, ok := t.table[name]; ok {
+		t.mu.Unlock()
+		return *tc, nil
+	}
+	tc := &protocol.TopicConfig{
+		TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
+		TopicFilterType: protocol.TopicFilterTypeSingleTag, TopicSysFlag: sysFlag,
+	}
+	t.table[name] = tc
+	err := t.commitLocked()
+	out := *tc
+	t.mu.Unlock()
+	t.notify()
+	return out, err
+}
+
+// Persist writes the table.
+func (t *Topics) Persist() error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.persistLocked()
+}
+
+// commitLocked bumps the version and persists. Lock must be held.
+func (t *Topics) commitLocked() error {
+	t.version = t.version.Next()
+	return t.persistLocked()
+}
+
+func (t *Topics) persistLocked() error {
+	return writeAtomically(t.path, protocol.MustEncode(t.snapshotLocked()))
+}
+
+func (t *Topics) notify() {
+	if t.onChange != nil {
+		t.onChange()
+	}
+}

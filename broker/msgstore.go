@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
+
+// GetStatus is the outcome of a read from a consume queue (Java's GetMessageStatus).
+type GetStatus = store.GetStatus
+
+// Read statuses.
+const (
+	Found               = store.Found
+	NoMatchedMessage    = store.NoMatchedMessage
+	MessageWasRemoving  = store.MessageWasRemoving
+	OffsetFoundNull     = store.OffsetFoundNull
+	OffsetOverflowBadly = store.OffsetOverflowBadly
+	OffsetOverflowOne   = store.OffsetOverflowOne
+	OffsetTooSmall      = store.OffsetTooSmall
+	NoMatchedLogicQueue = store.NoMatchedLogicQueue
+	NoMessageInQueue    = store.NoMessageInQueue
+)
+
+// GetResult is a read from one queue.
+type GetResult struct {
+	Status          GetStatus
+	NextBeginOffset int64
+	MinOffset       int64
+	MaxOffset       int64
+	Body            []byte // the raw commitlog records, concatenated
+	Count           int    // records in Body
+	// SuggestPullingFromSlave: the reader lags so far behind the tail that its data is no
+	// longer in memory.
+	SuggestPullingFromSlave bool
+}
+
+// TagFilter decides from a consume-queue tag hash whether a message matches; nil
+// matches everything.
+type TagFilter func(tagsCode int64) bool
+
+// MessageStore is what the broker needs from its message store. broker/store implements
+// it through storeAdapter; tests may use a memory implementation.
+type MessageStore interface {
+	// PutMessages appends messages of one topic and queue.
+	PutMessages(msgs []*message.Message) (*store.PutResult, error)
+	// GetMessages reads up to maxMsgs matching messages from offset, within the per-pull
+	// transfer limits.
+	GetMessages(topic string, queueID int32, offset int64, maxMsgs int, filter TagFilter) (*GetResult, error)
+	MinOffset(topic string, queueID int32) int64
+	MaxOffset(topic string, queueID int32) int64
+	// OffsetByTime returns the first queue offset stored at or after ts (ms).
+	OffsetByTime(topic string, queueID int32, ts int64) int64
+	// StoreTime returns the store timestamp of the message at offset.
+	StoreTime(topic string, queueID int32, offset int64) (int64, error)
+	// MessageAt returns the raw record at a commitlog offset.
+	MessageAt(phyOffset int64) ([]byte, error)
+	// QueryByKey returns raw records whose KEYS or UNIQ_KEY hold key, stored in [begin, end].
+	QueryByKey(topic, key string, maxNum int, begin, end int64) ([][]byte, error)
+	// InMemory reports whether the message at offset is still in memory (page cache).
+	InMemory(topic string, queueID int32, offset int64) bool
+	// MaxPhyOffset is the commitlog write position.
+	MaxPhyOffset() int64
+	OnArrival(fn store.ArrivalFunc)
+	// DeleteTopic drops the consume queues of topic.
+	DeleteTopic(topic string) error
+	Close() error
+}

@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+type consumerOffsetHeader struct {
+	ConsumerGroup string `rmq:"consumerGroup,required"`
+	Topic         string `rmq:"topic,required"`
+	QueueID       int32  `rmq:"queueId,required"`
+	CommitOffset  int64  `rmq:"commitOffset"`
+}
+
+type queueHeader struct {
+	Topic     string `rmq:"topic,required"`
+	QueueID   int32  `rmq:"queueId,required"`
+	Timestamp int64  `rmq:"timestamp"`
+}
+
+func (b *Broker) handleQueryConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h consumerOffsetHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	offset := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
+	if offset < 0 {
+		// A new group on a young queue (nothing deleted yet, its first message still in
+		// memory) starts at 0 whatever its consume-from setting, as the Java broker does.
+		if b.store.MinOffset(h.Topic, h.QueueID) <= 0 && b.store.InMemory(h.Topic, h.QueueID, 0) {
+			offset = 0
+		} else {
+			return req.NewResponse(remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+		}
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.SetField("offset", strconv.FormatInt(offset, 10))
+	return resp
+}
+
+func (b *Broker) handleUpdateConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h consumerOffsetHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if _, ok := req.ExtFields["commitOffset"]; !ok {
+		return req.NewResponse(remoting.SystemError, "the custom field <commitOffset> is null")
+	}
+	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) queueQuery(req *remoting.Command, field string, f func(h *queueHeader) int64) *remoting.Command {
+	var h queueHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.SetField(field, strconv.FormatInt(f(&h), 10))
+	return resp
+}
+
+func (b *Broker) handleGetMaxOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MaxOffset(h.Topic, h.QueueID) })
+}
+
+func (b *Broker) handleGetMinOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MinOffset(h.Topic, h.QueueID) })
+}
+
+func (b *Broker) handleGetEarliestMsgStoreTime(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.queueQuery(req, "timestamp", func(h *queueHeader) int64 {
+		ts, err := b.store.StoreTime(h.Topic, h.QueueID, b.store.MinOffset(h.Topic, h.QueueID))
+		if err != nil {
+			return -1
+		}
+		return ts
+	})
+}
+
+func (b *Broker) handleSearchOffsetByTimestamp(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.queueQuery(req, "offset", func(h *queueHeader) int64 {
+		return b.store.OffsetByTime(h.Topic, h.QueueID, h.Timestamp)
+	})
+}

@@ -1,0 +1,181 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/client"
+	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/longpoll"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// PullSysFlag bits.
+const (
+	pullCommitOffset = 1 << 0
+	pullSuspend      = 1 << 1
+	pullSubscription = 1 << 2
+	pullClassFilter  = 1 << 3
+	pullLitePull     = 1 << 4
+)
+
+// pullHeader is PullMessageRequestHeader.
+type pullHeader struct {
+	ConsumerGroup        string `rmq:"consumerGroup,required"`
+	Topic                string `rmq:"topic,required"`
+	QueueID              int32  `rmq:"queueId,required"`
+	QueueOffset          int64  `rmq:"queueOffset,required"`
+	MaxMsgNums           int32  `rmq:"maxMsgNums,required"`
+	SysFlag              int32  `rmq:"sysFlag,required"`
+	CommitOffset         int64  `rmq:"commitOffset,required"`
+	SuspendTimeoutMillis int64  `rmq:"suspendTimeoutMillis,required"`
+	Subscription         string `rmq:"subscription"`
+	SubVersion           int64  `rmq:"subVersion,required"`
+	ExpressionType       string `rmq:"expressionType"`
+}
+
+const expressionTag = "TAG"
+
+func (b *Broker) handlePull(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.pull(conn, req, true)
+}
+
+// pull serves one pull. With allowSuspend, a pull that finds nothing and carries the
+// SUSPEND flag is held and answered later (nil is returned).
+func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend bool) *remoting.Command {
+	var h pullHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	c := b.cfg.Get()
+	if !protocol.IsReadable(c.BrokerPermission) {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", c.BrokerIP1))
+	}
+	gc, ok, err := b.groups.GetOrCreate(h.ConsumerGroup, c.AutoCreateSubscriptionGroup)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return req.NewResponse(remoting.SubscriptionGroupNotExist, fmt.Sprintf("subscription group [%s] does not exist", h.ConsumerGroup))
+	}
+	if !gc.ConsumeEnable {
+		return req.NewResponse(remoting.NoPermission, "subscription group no permission, "+h.ConsumerGroup)
+	}
+	tc, ok := b.topics.Get(h.Topic)
+	if !ok {
+		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+	}
+	if !protocol.IsReadable(tc.Perm) {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.Topic))
+	}
+	if h.QueueID < 0 || h.QueueID >= int32(tc.ReadQueueNums) {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr()))
+	}
+
+	expr, exprType := h.Subscription, h.ExpressionType
+	if h.SysFlag&pullSubscription == 0 {
+		g, ok := b.clients.Consumer(h.ConsumerGroup)
+		if !ok {
+			return req.NewResponse(remoting.SubscriptionNotExist, "the consumer's group info not exist")
+		}
+		if !gc.ConsumeBroadcastEnable && g.MessageModel == "BROADCASTING" {
+			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup))
+		}
+		sub, ok := g.Subscriptions[h.Topic]
+		if !ok {
+			return req.NewResponse(remoting.SubscriptionNotExist, "the consumer's subscription not exist")
+		}
+		if sub.SubVersion < h.SubVersion {
+			return req.NewResponse(remoting.SubscriptionNotLatest, "the consumer's subscription not latest")
+		}
+		expr, exprType = sub.SubString, sub.ExpressionType
+	}
+	if exprType != "" && exprType != expressionTag {
+		return req.NewResponse(remoting.SubscriptionParseFailed, "The broker does not support consumer to filter message by "+exprType)
+	}
+	var filter TagFilter
+	if codes := client.TagCodes(expr); codes != nil {
+		filter = func(code int64) bool { return codes[code] }
+	}
+
+	maxMsgs := int(h.MaxMsgNums)
+	if maxMsgs <= 0 {
+		maxMsgs = 1
+	}
+	res, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, filter)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, "get message failed: "+err.Error())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.SetField("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
+	resp.SetField("minOffset", strconv.FormatInt(res.MinOffset, 10))
+	resp.SetField("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
+	suggest := protocol.MasterID
+	if res.SuggestPullingFromSlave && c.SlaveReadEnable {
+		suggest = gc.WhichBrokerWhenConsumeSlowly
+	}
+	resp.SetField("suggestWhichBrokerId", strconv.FormatInt(suggest, 10))
+	resp.Code, resp.Remark = pullCode(res.Status, h.QueueOffset)
+
+	switch resp.Code {
+	case remoting.Success:
+		resp.Body = res.Body
+	case remoting.PullNotFound:
+		if allowSuspend && h.SysFlag&pullSuspend != 0 {
+			b.hold(conn, req, &h, filter, c)
+			resp = nil
+		}
+	}
+	// Commit only on the first pass: a resumed pull must not write an older offset again.
+	if allowSuspend && h.SysFlag&pullCommitOffset != 0 && c.BrokerRole != config.Slave {
+		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	}
+	return resp
+}
+
+// pullCode maps a store read to the response code (see the facts file).
+func pullCode(s GetStatus, requested int64) (int16, string) {
+	switch s {
+	case Found:
+		return remoting.Success, "FOUND"
+	case MessageWasRemoving, NoMatchedMessage:
+		return remoting.PullRetryImmediately, s.String()
+	case NoMatchedLogicQueue, NoMessageInQueue:
+		if requested != 0 {
+			return remoting.PullOffsetMoved, s.String()
+		}
+		return remoting.PullNotFound, s.String()
+	case OffsetFoundNull, OffsetOverflowOne:
+		return remoting.PullNotFound, s.String()
+	case OffsetOverflowBadly, OffsetTooSmall:
+		return remoting.PullOffsetMoved, s.String()
+	}
+	return remoting.SystemError, "unexpected store status " + s.String()
+}
+
+// hold parks a pull until a message arrives for its queue or its suspend time passes.
+func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, filter TagFilter, c config.Config) {
+	wait := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
+	if !c.LongPollingEnable {
+		wait = time.Duration(c.ShortPollingTimeMills) * time.Millisecond
+	}
+	b.holder.Hold(&longpoll.Request{
+		Topic: h.Topic, QueueID: h.QueueID, Offset: h.QueueOffset,
+		Deadline: time.Now().Add(wait),
+		Match:    filter,
+		Done:     conn.Done(),
+		Resume: func() {
+			resp := b.pull(conn, req, false)
+			if resp == nil {
+				return
+			}
+			if err := conn.Send(resp); err != nil {
+				b.log.Debug("cannot answer a held pull", "remote", conn.RemoteAddr(), "err", err)
+			}
+		},
+	})
+}

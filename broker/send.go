@@ -1,0 +1,267 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// sendHeader is SendMessageRequestHeader. SEND_MESSAGE_V2 and batches carry the same
+// fields under single-letter names (sendV2Names).
+type sendHeader struct {
+	ProducerGroup         string `rmq:"producerGroup,required"`
+	Topic                 string `rmq:"topic,required"`
+	DefaultTopic          string `rmq:"defaultTopic,required"`
+	DefaultTopicQueueNums int32  `rmq:"defaultTopicQueueNums,required"`
+	QueueID               int32  `rmq:"queueId,required"`
+	SysFlag               int32  `rmq:"sysFlag,required"`
+	BornTimestamp         int64  `rmq:"bornTimestamp,required"`
+	Flag                  int32  `rmq:"flag,required"`
+	Properties            string `rmq:"properties"`
+	ReconsumeTimes        int32  `rmq:"reconsumeTimes"`
+	UnitMode              bool   `rmq:"unitMode"`
+	Batch                 bool   `rmq:"batch"`
+	MaxReconsumeTimes     *int32 `rmq:"maxReconsumeTimes"`
+}
+
+// sendV2Names maps SendMessageRequestHeaderV2's field letters to the V1 names.
+var sendV2Names = map[string]string{
+	"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
+	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties",
+	"j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
+}
+
+func decodeSendHeader(req *remoting.Command) (*sendHeader, error) {
+	src := req
+	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
+		if _, v1 := req.ExtFields["topic"]; !v1 {
+			fields := make(map[string]string, len(req.ExtFields))
+			for k, v := range req.ExtFields {
+				if long, ok := sendV2Names[k]; ok {
+					k = long
+				}
+				fields[k] = v
+			}
+			src = &remoting.Command{ExtFields: fields}
+		}
+	}
+	h := &sendHeader{}
+	if err := remoting.DecodeHeader(src, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Response header fields of a send.
+const (
+	fieldMsgID       = "msgId"
+	fieldQueueID     = "queueId"
+	fieldQueueOffset = "queueOffset"
+	defaultRegion    = "DefaultRegion"
+)
+
+// notAllowedSendTopics are written by the broker only (Java's TopicValidator).
+var notAllowedSendTopics = map[string]bool{
+	protocol.ScheduleTopic: true, protocol.TransHalfTopic: true, protocol.TransOpHalfTopic: true,
+	"CHECKPOINT_TOPIC_XXXX": true, protocol.SelfTestTopic: false,
+}
+
+func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h, err := decodeSendHeader(req)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	c := b.cfg.Get()
+	if !protocol.IsWriteable(c.BrokerPermission) {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
+	}
+	if err := metadata.ValidateTopic(h.Topic); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if notAllowedSendTopics[h.Topic] {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic))
+	}
+	tc, ok := b.topics.Get(h.Topic)
+	if !ok {
+		if strings.HasPrefix(h.Topic, protocol.RetryGroupTopicPrefix) {
+			tc, err = b.topics.Ensure(h.Topic, 1, protocol.PermRead|protocol.PermWrite, 0)
+		} else {
+			var created bool
+			tc, created, err = b.topics.CreateForSend(h.Topic, h.DefaultTopic, int(h.DefaultTopicQueueNums), 0)
+			if created {
+				b.log.Info("topic auto-created", "topic", h.Topic, "queues", tc.WriteQueueNums, "producer", conn.RemoteAddr())
+			}
+		}
+		if err != nil {
+			if errors.Is(err, metadata.ErrTopicNotExist) {
+				return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+			}
+			return req.NewResponse(remoting.SystemError, err.Error())
+		}
+	}
+	if !protocol.IsWriteable(tc.Perm) {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.Topic))
+	}
+	if h.QueueID >= int32(max(tc.WriteQueueNums, tc.ReadQueueNums)) {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("request queueId[%d] is illegal, %s Producer: %s",
+			h.QueueID, tc.TopicName, conn.RemoteAddr()))
+	}
+	if h.QueueID < 0 {
+		h.QueueID = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
+	}
+	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
+
+	var msgs []*message.Message
+	if req.Code == remoting.SendBatchMessage {
+		if strings.HasPrefix(h.Topic, protocol.RetryGroupTopicPrefix) {
+			return req.NewResponse(remoting.MessageIllegal, "batch request does not support retry group "+h.Topic)
+		}
+		items, err := message.DecodeBatch(req.Body)
+		if err != nil {
+			return req.NewResponse(remoting.MessageIllegal, err.Error())
+		}
+		if len(items) == 0 {
+			return req.NewResponse(remoting.MessageIllegal, "empty batch")
+		}
+		for _, it := range items {
+			m := &message.Message{Topic: h.Topic, QueueID: h.QueueID, Flag: it.Flag, SysFlag: h.SysFlag,
+				Body: it.Body, Properties: it.Properties, BornTimestamp: h.BornTimestamp, BornHost: born}
+			if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
+				return resp
+			}
+			if d := m.Property(message.PropertyDelayTimeLevel); d != "" && d != "0" {
+				return req.NewResponse(remoting.MessageIllegal, "batch messages do not support delay levels")
+			}
+			m.Properties = addProperty(m.Properties, "CLUSTER", c.BrokerClusterName)
+			msgs = append(msgs, m)
+		}
+	} else {
+		m := &message.Message{Topic: h.Topic, QueueID: h.QueueID, Flag: h.Flag, SysFlag: h.SysFlag,
+			Body: req.Body, Properties: h.Properties, BornTimestamp: h.BornTimestamp, BornHost: born,
+			ReconsumeTimes: h.ReconsumeTimes}
+		if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
+			return resp
+		}
+		if resp := b.redirectMessage(req, h, m); resp != nil {
+			return resp
+		}
+		m.Properties = addProperty(m.Properties, "CLUSTER", c.BrokerClusterName)
+		msgs = append(msgs, m)
+	}
+
+	res, err := b.store.PutMessages(msgs)
+	if err != nil {
+		return putErrorResponse(req, err)
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	if res.Status == store.PutFlushDiskTimeout {
+		resp.Code = remoting.FlushDiskTimeout
+		resp.Remark = "flush disk timeout"
+	}
+	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))
+	resp.SetField(fieldQueueID, strconv.Itoa(int(msgs[0].QueueID)))
+	resp.SetField(fieldQueueOffset, strconv.FormatInt(res.QueueOffset, 10))
+	resp.SetField(message.PropertyMsgRegion, defaultRegion)
+	resp.SetField(message.PropertyTraceSwitch, "true")
+	return resp
+}
+
+// checkMessage refuses what the record format or the size limit cannot take.
+func (b *Broker) checkMessage(req *remoting.Command, m *message.Message, maxSize int) *remoting.Command {
+	if len(m.Body) > maxSize {
+		return req.NewResponse(remoting.MessageIllegal, fmt.Sprintf("the message body size over max value, MAX: %d", maxSize))
+	}
+	if err := m.Check(); err != nil {
+		return req.NewResponse(remoting.MessageIllegal, err.Error())
+	}
+	return nil
+}
+
+// redirectMessage applies what the broker does to special single messages: retries past
+// their limit go to the DLQ, transaction half messages to RMQ_SYS_TRANS_HALF_TOPIC,
+// delayed messages to SCHEDULE_TOPIC_XXXX.
+func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *message.Message) *remoting.Command {
+	c := b.cfg.Get()
+	if strings.HasPrefix(m.Topic, protocol.RetryGroupTopicPrefix) {
+		group := strings.TrimPrefix(m.Topic, protocol.RetryGroupTopicPrefix)
+		gc, ok, err := b.groups.GetOrCreate(group, c.AutoCreateSubscriptionGroup)
+		if err != nil {
+			return req.NewResponse(remoting.SystemError, err.Error())
+		}
+		if !ok {
+			return req.NewResponse(remoting.SubscriptionNotExist, "subscription group not exist, "+group)
+		}
+		maxTimes := int32(gc.RetryMaxTimes)
+		if h.MaxReconsumeTimes != nil && req.Version >= 0x170 /* V3_4_9 */ {
+			maxTimes = *h.MaxReconsumeTimes
+		}
+		if h.ReconsumeTimes > maxTimes {
+			dlq := protocol.DLQGroupTopicPrefix + group
+			if _, err := b.topics.Ensure(dlq, 1, protocol.PermWrite, 0); err != nil {
+				return req.NewResponse(remoting.SystemError, err.Error())
+			}
+			m.Topic, m.QueueID = dlq, 0
+		}
+	}
+	props := message.DecodeProperties(m.Properties)
+	if message.TransactionType(m.SysFlag) == message.TransactionPreparedType || props[message.PropertyTransactionPrepared] == "true" {
+		if c.RejectTransactionMessage {
+			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending transaction message is forbidden", c.BrokerIP1))
+		}
+		props[message.PropertyRealTopic] = m.Topic
+		props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
+		m.SysFlag = message.ResetTransactionType(m.SysFlag, message.TransactionNotType)
+		m.Topic, m.QueueID = protocol.TransHalfTopic, 0
+		return b.setProperties(req, m, props)
+	}
+	if d, err := strconv.Atoi(props[message.PropertyDelayTimeLevel]); err == nil && d > 0 {
+		levels, _ := store.ParseDelayLevels(c.MessageDelayLevel)
+		d = min(d, len(levels))
+		props[message.PropertyRealTopic] = m.Topic
+		props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
+		m.Topic, m.QueueID = protocol.ScheduleTopic, int32(d-1)
+		return b.setProperties(req, m, props)
+	}
+	return nil
+}
+
+func (b *Broker) setProperties(req *remoting.Command, m *message.Message, props map[string]string) *remoting.Command {
+	s, err := message.EncodeProperties(props)
+	if err != nil {
+		return req.NewResponse(remoting.MessageIllegal, err.Error())
+	}
+	m.Properties = s
+	return nil
+}
+
+// addProperty appends key=value unless key is already present.
+func addProperty(props, key, value string) string {
+	if _, ok := message.LookupProperty([]byte(props), key); ok || value == "" {
+		return props
+	}
+	if props != "" && !strings.HasSuffix(props, "\x02") {
+		props += "\x02"
+	}
+	return props + key + "\x01" + value + "\x02"
+}
+
+func putErrorResponse(req *remoting.Command, err error) *remoting.Command {
+	switch {
+	case errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrBadMessage):
+		return req.NewResponse(remoting.MessageIllegal, err.Error())
+	case errors.Is(err, store.ErrClosed):
+		return req.NewResponse(remoting.ServiceNotAvailable, "the message store is shutting down")
+	default:
+		return req.NewResponse(remoting.SystemError, "put message failed: "+err.Error())
+	}
+}

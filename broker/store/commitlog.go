@@ -1,0 +1,212 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/openrmq/rocketmq-operator/broker/store/internal/mmapfile"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
+
+// commitLog is the sequence of fixed-size segments. One writer at a time
+// (Store.putMu); readers find segments under mu and hold a reference.
+type commitLog struct {
+	dir     string
+	segSize int
+
+	mu   sync.RWMutex // guards segs
+	segs []*mmapfile.File
+
+	// wrote is the end of the last complete record (or blank): the byte
+	// after it. It only moves forward, and only after the bytes are in the
+	// mapping, so everything below it is readable.
+	wrote   atomic.Int64
+	flushed atomic.Int64 // everything below is fdatasync'ed
+	flushMu sync.Mutex   // serialises flush
+
+	syncHook atomic.Pointer[func()] // tests: runs before each segment sync
+}
+
+func openCommitLog(dir string, segSize int) (*commitLog, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cl := &commitLog{dir: dir, segSize: segSize}
+	names, err := listNumbered(dir)
+	if err != nil {
+		return nil, err
+	}
+	for i, start := range names {
+		if start%int64(segSize) != 0 || (i > 0 && start != names[i-1]+int64(segSize)) {
+			cl.close()
+			return nil, fmt.Errorf("%w: commitlog segment %020d out of sequence (segment size %d)", ErrCorrupt, start, segSize)
+		}
+		f, err := mmapfile.Open(filepath.Join(dir, mmapfile.Name(start)), start, segSize)
+		if err != nil {
+			cl.close()
+			return nil, err
+		}
+		cl.segs = append(cl.segs, f)
+	}
+	return cl, nil
+}
+
+// listNumbered returns the sorted start offsets of the 20-digit files in
+// dir, removing leftover temporary files.
+func listNumbered(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, e := range ents {
+		name := e.Name()
+		if filepath.Ext(name) == ".tmp" {
+			os.Remove(filepath.Join(dir, name))
+			continue
+		}
+		if len(name) != 20 || e.IsDir() {
+			continue
+		}
+		n, err := strconv.ParseInt(name, 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+func (cl *commitLog) close() {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for _, s := range cl.segs {
+		s.Close()
+	}
+	cl.segs = nil
+}
+
+// minOffset is the start of the oldest segment (0 when empty).
+func (cl *commitLog) minOffset() int64 {
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	if len(cl.segs) == 0 {
+		return 0
+	}
+	return cl.segs[0].Start
+}
+
+// segment returns the held segment containing off, or nil.
+func (cl *commitLog) segment(off int64) *mmapfile.File {
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	if len(cl.segs) == 0 || off < cl.segs[0].Start {
+		return nil
+	}
+	i := int((off - cl.segs[0].Start) / int64(cl.segSize))
+	if i >= len(cl.segs) || !cl.segs[i].Hold() {
+		return nil
+	}
+	return cl.segs[i]
+}
+
+// lastSegment returns the newest segment (not held; writer use only).
+func (cl *commitLog) lastSegment() *mmapfile.File {
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	if len(cl.segs) == 0 {
+		return nil
+	}
+	return cl.segs[len(cl.segs)-1]
+}
+
+// newSegment creates the segment starting at start. Writer only.
+func (cl *commitLog) newSegment(start int64) (*mmapfile.File, error) {
+	f, err := mmapfile.Create(filepath.Join(cl.dir, mmapfile.Name(start)), start, cl.segSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: new commitlog segment: %w", ErrWriteFailed, err)
+	}
+	cl.mu.Lock()
+	cl.segs = append(cl.segs, f)
+	cl.mu.Unlock()
+	return f, nil
+}
+
+// reserve returns the segment and position where size bytes can be written
+// at the tail, writing a blank record and rolling to a new segment when the
+// current one has not room for size plus a minimal blank. Writer only.
+func (cl *commitLog) reserve(size int) (*mmapfile.File, int, error) {
+	wrote := cl.wrote.Load()
+	seg := cl.lastSegment()
+	if seg == nil || wrote >= seg.Start+int64(cl.segSize) {
+		next := wrote - wrote%int64(cl.segSize)
+		s, err := cl.newSegment(next)
+		if err != nil {
+			return nil, 0, err
+		}
+		return s, int(wrote - next), nil
+	}
+	pos := int(wrote - seg.Start)
+	if pos+size+message.MinBlankLength > cl.segSize {
+		rest := cl.segSize - pos
+		message.PutBlank(seg.Data[pos:], rest)
+		cl.wrote.Store(seg.Start + int64(cl.segSize)) // publish the blank
+		s, err := cl.newSegment(seg.Start + int64(cl.segSize))
+		if err != nil {
+			return nil, 0, err
+		}
+		return s, 0, nil
+	}
+	return seg, pos, nil
+}
+
+// read returns a held segment and the bytes [off, off+size) inside it.
+func (cl *commitLog) read(off int64, size int) (*mmapfile.File, []byte) {
+	if size <= 0 || off+int64(size) > cl.wrote.Load() {
+		return nil, nil
+	}
+	seg := cl.segment(off)
+	if seg == nil {
+		return nil, nil
+	}
+	pos := int(off - seg.Start)
+	if pos+size > seg.Size() {
+		seg.Release()
+		return nil, nil
+	}
+	return seg, seg.Data[pos : pos+size : pos+size]
+}
+
+// flush fdatasyncs every segment holding bytes in [flushed, wrote) and
+// advances flushed.
+func (cl *commitLog) flush() error {
+	cl.flushMu.Lock()
+	defer cl.flushMu.Unlock()
+	target := cl.wrote.Load()
+	from := cl.flushed.Load()
+	if target <= from {
+		return nil
+	}
+	for off := from - from%int64(cl.segSize); off < target; off += int64(cl.segSize) {
+		seg := cl.segment(off)
+		if seg == nil {
+			continue // deleted by retention: nothing left to flush there
+		}
+		if h := cl.syncHook.Load(); h != nil {
+			(*h)()
+		}
+		err := seg.Sync()
+		seg.Release()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		}
+	}
+	cl.flushed.Store(target)
+	return nil
+}

@@ -1,0 +1,322 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/openrmq/rocketmq-operator/broker/store/internal/mmapfile"
+)
+
+// CQEntrySize is the size of a consume-queue entry: commitlog offset (8),
+// record size (4), tag hash (8).
+const CQEntrySize = 20
+
+// cqEntry is one decoded consume-queue entry.
+type cqEntry struct {
+	phy      int64
+	size     int32
+	tagsCode int64
+}
+
+func getEntry(b []byte) cqEntry {
+	return cqEntry{
+		phy:      int64(binary.BigEndian.Uint64(b)),
+		size:     int32(binary.BigEndian.Uint32(b[8:])),
+		tagsCode: int64(binary.BigEndian.Uint64(b[12:])),
+	}
+}
+
+// consumeQueue is the logical queue of one topic and queue id. The
+// dispatcher is its only writer; readers hold the file they read.
+type consumeQueue struct {
+	topic    string
+	queueID  int32
+	dir      string
+	fileSize int
+
+	mu    sync.RWMutex // guards files
+	files []*mmapfile.File
+
+	maxOffset atomic.Int64 // next queue offset to write; entries below are readable
+	minOffset atomic.Int64 // first valid queue offset
+	flushed   int64        // entries below are durable (dispatcher/flush goroutine, under Store.flushMu)
+}
+
+func cqDir(root, topic string, qid int32) string {
+	return filepath.Join(root, topic, strconv.Itoa(int(qid)))
+}
+
+func openConsumeQueue(root, topic string, qid int32, fileSize int) (*consumeQueue, error) {
+	cq := &consumeQueue{topic: topic, queueID: qid, dir: cqDir(root, topic, qid), fileSize: fileSize}
+	names, err := listNumbered(cq.dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	for _, start := range names {
+		if start%int64(fileSize) != 0 {
+			cq.close()
+			return nil, fmt.Errorf("%w: consume queue file %s/%020d misaligned", ErrCorrupt, cq.dir, start)
+		}
+		if n := len(cq.files); n > 0 && cq.files[n-1].Start+int64(fileSize) != start {
+			// A hole: keep only the newest contiguous run.
+			for _, f := range cq.files {
+				f.Close()
+			}
+			cq.files = nil
+		}
+		f, err := mmapfile.Open(filepath.Join(cq.dir, mmapfile.Name(start)), start, fileSize)
+		if err != nil {
+			cq.close()
+			return nil, err
+		}
+		cq.files = append(cq.files, f)
+	}
+	cq.recoverEnd()
+	return cq, nil
+}
+
+// recoverEnd finds the first empty entry from the newest file backwards.
+func (cq *consumeQueue) recoverEnd() {
+	for i := len(cq.files) - 1; i >= 0; i-- {
+		f := cq.files[i]
+		n := 0
+		for ; n+CQEntrySize <= len(f.Data); n += CQEntrySize {
+			if getEntry(f.Data[n:]).size <= 0 {
+				break
+			}
+		}
+		if n > 0 || i == 0 {
+			end := (f.Start + int64(n)) / CQEntrySize
+			cq.maxOffset.Store(end)
+			cq.flushed = end
+			cq.minOffset.Store(cq.files[0].Start / CQEntrySize)
+			return
+		}
+	}
+}
+
+func (cq *consumeQueue) close() {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	for _, f := range cq.files {
+		f.Close()
+	}
+	cq.files = nil
+}
+
+// file returns the held file holding queue offset off, or nil.
+func (cq *consumeQueue) file(off int64) *mmapfile.File {
+	cq.mu.RLock()
+	defer cq.mu.RUnlock()
+	pos := off * CQEntrySize
+	if len(cq.files) == 0 || pos < cq.files[0].Start {
+		return nil
+	}
+	i := int((pos - cq.files[0].Start) / int64(cq.fileSize))
+	if i >= len(cq.files) || !cq.files[i].Hold() {
+		return nil
+	}
+	return cq.files[i]
+}
+
+// entries returns a held file and the entries from off to the end of that
+// file or of the queue, whichever comes first.
+func (cq *consumeQueue) entries(off int64) (*mmapfile.File, []byte) {
+	max := cq.maxOffset.Load()
+	if off >= max {
+		return nil, nil
+	}
+	f := cq.file(off)
+	if f == nil {
+		return nil, nil
+	}
+	pos := int(off*CQEntrySize - f.Start)
+	end := f.Size()
+	if lim := int(max*CQEntrySize - f.Start); lim < end {
+		end = lim
+	}
+	return f, f.Data[pos:end:end]
+}
+
+// entry reads the entry at queue offset off.
+func (cq *consumeQueue) entry(off int64) (cqEntry, bool) {
+	f, b := cq.entries(off)
+	if f == nil {
+		return cqEntry{}, false
+	}
+	defer f.Release()
+	return getEntry(b), true
+}
+
+// put writes the entry for queue offset off. Dispatcher only. An entry
+// below maxOffset is a replay and is skipped.
+func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) error {
+	if off < cq.maxOffset.Load() {
+		return nil
+	}
+	pos := off * CQEntrySize
+	f := cq.file(off)
+	if f == nil {
+		var err error
+		if f, err = cq.newFile(pos - pos%int64(cq.fileSize)); err != nil {
+			return err
+		}
+		f.Hold()
+	}
+	defer f.Release()
+	p := int(pos - f.Start)
+	binary.BigEndian.PutUint64(f.Data[p:], uint64(phy))
+	binary.BigEndian.PutUint32(f.Data[p+8:], uint32(size))
+	binary.BigEndian.PutUint64(f.Data[p+12:], uint64(tagsCode))
+	cq.maxOffset.Store(off + 1) // publish after the bytes are in place
+	return nil
+}
+
+func (cq *consumeQueue) newFile(start int64) (*mmapfile.File, error) {
+	if err := os.MkdirAll(cq.dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := mmapfile.Create(filepath.Join(cq.dir, mmapfile.Name(start)), start, cq.fileSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
+	}
+	cq.mu.Lock()
+	if n := len(cq.files); n > 0 && cq.files[n-1].Start+int64(cq.fileSize) != start {
+		// Not contiguous (first entry far ahead): start a fresh run.
+		for _, old := range cq.files {
+			old.TryDestroy()
+		}
+		cq.files = nil
+	}
+	if len(cq.files) == 0 {
+		cq.minOffset.Store(start / CQEntrySize)
+		cq.maxOffset.Store(start / CQEntrySize)
+	}
+	cq.files = append(cq.files, f)
+	cq.mu.Unlock()
+	return f, nil
+}
+
+// flush fdatasyncs the files holding entries written since the last flush.
+func (cq *consumeQueue) flush() error {
+	end := cq.maxOffset.Load()
+	fs := int64(cq.fileSize) / CQEntrySize
+	for off := cq.flushed - cq.flushed%fs; off < end; off += fs {
+		f := cq.file(off)
+		if f == nil {
+			continue
+		}
+		err := f.Sync()
+		f.Release()
+		if err != nil {
+			return fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
+		}
+	}
+	cq.flushed = end
+	return nil
+}
+
+// truncate removes entries pointing at or past commitlog offset phyEnd.
+// Entries are ascending in commitlog offset, so it walks back from the end.
+func (cq *consumeQueue) truncate(phyEnd int64) {
+	for {
+		max := cq.maxOffset.Load()
+		if max <= cq.minOffset.Load() {
+			return
+		}
+		e, ok := cq.entry(max - 1)
+		if !ok || e.phy+int64(e.size) <= phyEnd {
+			return
+		}
+		f := cq.file(max - 1)
+		p := int((max-1)*CQEntrySize - f.Start)
+		clear(f.Data[p : p+CQEntrySize])
+		f.Release()
+		cq.maxOffset.Store(max - 1)
+		if cq.flushed > max-1 {
+			cq.flushed = max - 1
+		}
+		cq.dropFilesFrom((max - 1) * CQEntrySize)
+	}
+}
+
+// dropFilesFrom removes files starting at or after byte position pos, so
+// that the newest file always holds the queue's end.
+func (cq *consumeQueue) dropFilesFrom(pos int64) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	for n := len(cq.files); n > 1 && cq.files[n-1].Start >= pos; n = len(cq.files) {
+		if !cq.files[n-1].TryDestroy() {
+			return
+		}
+		cq.files = cq.files[:n-1]
+	}
+}
+
+// deleteBelow removes whole files whose entries all point below the
+// commitlog offset phyMin (the newest file is always kept) and moves
+// minOffset to the first entry at or above phyMin.
+func (cq *consumeQueue) deleteBelow(phyMin int64) int {
+	deleted := 0
+	for {
+		cq.mu.Lock()
+		if len(cq.files) < 2 {
+			cq.mu.Unlock()
+			break
+		}
+		f := cq.files[0]
+		last := getEntry(f.Data[len(f.Data)-CQEntrySize:])
+		if last.size > 0 && last.phy+int64(last.size) > phyMin || !f.TryDestroy() {
+			cq.mu.Unlock()
+			break
+		}
+		cq.files = cq.files[1:]
+		cq.mu.Unlock()
+		deleted++
+	}
+	cq.correctMin(phyMin)
+	return deleted
+}
+
+// correctMin moves minOffset to the first entry whose record is at or above
+// phyMin, searching the oldest file.
+func (cq *consumeQueue) correctMin(phyMin int64) {
+	cq.mu.RLock()
+	if len(cq.files) == 0 {
+		cq.mu.RUnlock()
+		return
+	}
+	start := cq.files[0].Start / CQEntrySize
+	cq.mu.RUnlock()
+	min := cq.minOffset.Load()
+	if min < start {
+		min = start
+	}
+	max := cq.maxOffset.Load()
+	for min < max {
+		e, ok := cq.entry(min)
+		if !ok || e.phy >= phyMin {
+			break
+		}
+		min++
+	}
+	cq.minOffset.Store(min)
+}
+
+func (cq *consumeQueue) destroy() {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	for _, f := range cq.files {
+		if !f.TryDestroy() {
+			f.Close()
+			os.Remove(f.Path)
+		}
+	}
+	cq.files = nil
+	os.RemoveAll(cq.dir)
+}

@@ -1,0 +1,248 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
+
+// Arrival describes a message the dispatcher has just made readable
+// through its consume queue. Properties is only valid during the callback.
+type Arrival struct {
+	Topic          string
+	QueueID        int32
+	QueueOffset    int64
+	MaxOffset      int64 // queue max offset after this message (QueueOffset+1)
+	TagsCode       int64
+	StoreTimestamp int64
+	Properties     []byte
+}
+
+// ArrivalFunc is called by the dispatcher, in commitlog order, for every
+// message added to a consume queue. It must return quickly (long polling
+// wakes its waiters from here).
+type ArrivalFunc func(a *Arrival)
+
+// OnArrival registers fn. Listeners cannot be removed; register once.
+func (s *Store) OnArrival(fn ArrivalFunc) {
+	for {
+		old := s.listeners.Load()
+		var next []ArrivalFunc
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, fn)
+		if s.listeners.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// dispatchLoop builds consume queues and index behind the writer. It wakes
+// on every append, and every 10 ms as a fallback.
+func (s *Store) dispatchLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kickDisp:
+		case <-t.C:
+		}
+		err := s.dispatch()
+		if err != nil && err.Error() != lastErr {
+			log.Printf("store: dispatch: %v", err)
+		}
+		lastErr = ""
+		if err != nil {
+			lastErr = err.Error()
+		}
+		s.noteWriteErr(err)
+	}
+}
+
+// dispatch processes every record between the dispatched offset and the
+// commitlog tail.
+func (s *Store) dispatch() error {
+	s.dispMu.Lock()
+	defer s.dispMu.Unlock()
+	for {
+		from, to := s.dispatched.Load(), s.cl.wrote.Load()
+		if from >= to {
+			return nil
+		}
+		seg := s.cl.segment(from)
+		if seg == nil {
+			// Removed by retention before dispatch: skip to what remains.
+			if min := s.cl.minOffset(); min > from {
+				s.dispatched.Store(min)
+				continue
+			}
+			return fmt.Errorf("%w: commitlog offset %d not mapped", ErrCorrupt, from)
+		}
+		end := seg.Start + int64(seg.Size())
+		if to < end {
+			end = to
+		}
+		pos := from
+		var err error
+		for pos < end {
+			b := seg.Data[pos-seg.Start : end-seg.Start]
+			if len(b) < message.MinBlankLength {
+				break // partial header from AppendRaw
+			}
+			if int32(binary.BigEndian.Uint32(b[4:])) == message.BlankMagicCode {
+				pos = seg.Start + int64(seg.Size())
+				break
+			}
+			if size := int64(int32(binary.BigEndian.Uint32(b))); size > int64(len(b)) &&
+				int32(binary.BigEndian.Uint32(b[4:])) == message.MagicCode && end == to &&
+				pos+size <= seg.Start+int64(seg.Size()) {
+				break // a replicated record still arriving (AppendRaw): wait for the rest
+			}
+			var v message.RecordView
+			if v, err = message.ParseRecord(b); err != nil {
+				err = fmt.Errorf("%w: dispatch at offset %d: %w", ErrCorrupt, pos, err)
+				break
+			}
+			if err = s.dispatchRecord(&v, pos); err != nil {
+				break
+			}
+			pos += int64(v.Size())
+		}
+		seg.Release()
+		s.dispatched.Store(pos)
+		if err != nil || pos == from {
+			return err
+		}
+	}
+}
+
+// dispatchRecord adds one record to its consume queue and the index.
+// PREPARED and ROLLBACK transaction records are indexed but not queued.
+func (s *Store) dispatchRecord(v *message.RecordView, phy int64) error {
+	tt := message.TransactionType(v.SysFlag)
+	if tt == message.TransactionNotType || tt == message.TransactionCommitType {
+		props := v.Properties()
+		tagsCode := s.tagsCode(v, props)
+		cq, err := s.queueForWrite(v.Topic(), v.QueueID())
+		if err != nil {
+			return err
+		}
+		qoff := v.QueueOffset()
+		if err := cq.put(qoff, phy, int32(v.Size()), tagsCode); err != nil {
+			return err
+		}
+		if ls := s.listeners.Load(); ls != nil {
+			a := Arrival{Topic: cq.topic, QueueID: cq.queueID, QueueOffset: qoff, MaxOffset: cq.maxOffset.Load(),
+				TagsCode: tagsCode, StoreTimestamp: v.StoreTimestamp(), Properties: props}
+			for _, fn := range *ls {
+				fn(&a)
+			}
+		}
+	}
+	if s.cfg.MessageIndexEnable {
+		return s.index.build(v, phy)
+	}
+	return nil
+}
+
+// tagsCode is the consume-queue tag slot: the TAGS hash, or for
+// SCHEDULE_TOPIC_XXXX the delivery time from the DELAY level.
+func (s *Store) tagsCode(v *message.RecordView, props []byte) int64 {
+	if string(v.Topic()) == ScheduleTopic {
+		if lv, ok := message.LookupProperty(props, message.PropertyDelayTimeLevel); ok {
+			if level, err := strconv.Atoi(string(lv)); err == nil && level > 0 {
+				return s.DeliverTime(level, v.StoreTimestamp())
+			}
+		}
+	}
+	tags, _ := message.LookupProperty(props, message.PropertyTags)
+	if len(tags) == 0 {
+		return 0
+	}
+	return int64(message.JavaStringHash(string(tags)))
+}
+
+// ScheduleTopic holds delayed messages, one queue per delay level.
+const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// DeliverTime is the delivery time (ms) of a message of the given delay
+// level stored at storeTs; levels above the highest use the highest.
+func (s *Store) DeliverTime(level int, storeTs int64) int64 {
+	if level > len(s.delayLevels) {
+		level = len(s.delayLevels)
+	}
+	return storeTs + s.delayLevels[level-1].Milliseconds()
+}
+
+// MaxDelayLevel is the number of configured delay levels.
+func (s *Store) MaxDelayLevel() int { return len(s.delayLevels) }
+
+// queue returns the consume queue of topic/qid, or nil.
+func (s *Store) queue(topic string, qid int32) *consumeQueue {
+	s.cqMu.RLock()
+	defer s.cqMu.RUnlock()
+	return s.cqs[topic][qid]
+}
+
+func (s *Store) queueForWrite(topic []byte, qid int32) (*consumeQueue, error) {
+	s.cqMu.RLock()
+	cq := s.cqs[string(topic)][qid]
+	s.cqMu.RUnlock()
+	if cq != nil {
+		return cq, nil
+	}
+	s.cqMu.Lock()
+	defer s.cqMu.Unlock()
+	t := string(topic)
+	if cq = s.cqs[t][qid]; cq != nil {
+		return cq, nil
+	}
+	cq, err := openConsumeQueue(s.cfg.consumeQueueDir(), t, qid, s.cfg.MappedFileSizeConsumeQueue)
+	if err != nil {
+		return nil, err
+	}
+	if s.cqs[t] == nil {
+		s.cqs[t] = map[int32]*consumeQueue{}
+	}
+	s.cqs[t][qid] = cq
+	return cq, nil
+}
+
+// loadConsumeQueues opens every <root>/consumequeue/<topic>/<qid>.
+func (s *Store) loadConsumeQueues() error {
+	root := s.cfg.consumeQueueDir()
+	topics, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if !t.IsDir() {
+			continue
+		}
+		qs, err := os.ReadDir(filepath.Join(root, t.Name()))
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			qid, err := strconv.ParseInt(q.Name(), 10, 32)
+			if err != nil || !q.IsDir() {
+				continue
+			}
+			if _, err := s.queueForWrite([]byte(t.Name()), int32(qid)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

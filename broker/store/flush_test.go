@@ -1,0 +1,85 @@
+package store
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestSyncFlushGroupCommit(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	var syncs atomic.Int64
+	hook := func() { syncs.Add(1); time.Sleep(2 * time.Millisecond) }
+	s.cl.syncHook.Store(&hook)
+	const writers, per = 8, 25
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				r := mustPut(t, s, newMsg("G", int32(w), body(i), nil))
+				// Acknowledged means durable: flushed covers the record.
+				if end := r.PhysicalOffset + int64(r.Size); s.FlushedOffset() < end {
+					t.Errorf("acked at %d but flushed only %d", end, s.FlushedOffset())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := syncs.Load(); n >= writers*per {
+		t.Fatalf("%d syncs for %d appends: no group commit", n, writers*per)
+	}
+	t.Logf("%d fdatasync calls for %d appends", syncs.Load(), writers*per)
+}
+
+func TestSyncFlushTimeout(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	cfg.SyncFlushTimeout = 50 * time.Millisecond
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	release := make(chan struct{})
+	hook := func() { <-release }
+	s.cl.syncHook.Store(&hook)
+	r, err := s.PutMessage(newMsg("F", 0, "slow", nil))
+	if err != nil || r.Status != PutFlushDiskTimeout || r.Status.String() != "FLUSH_DISK_TIMEOUT" {
+		t.Fatalf("status %v err %v, want FLUSH_DISK_TIMEOUT", r.Status, err)
+	}
+	close(release)
+	s.cl.syncHook.Store(nil)
+	// The message was stored all the same.
+	waitDispatched(t, s)
+	if msgs := readAll(t, s, "F", 0); len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	if r := mustPut(t, s, newMsg("F", 0, "fast", nil)); r.Status != PutOK {
+		t.Fatalf("after the stall: %v", r.Status)
+	}
+}
+
+func TestAsyncFlushInBackground(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushIntervalCommitLog = 20 * time.Millisecond
+	cfg.FlushIntervalConsumeQueue = 30 * time.Millisecond
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	r := mustPut(t, s, newMsg("A", 0, "x", nil))
+	end := r.PhysicalOffset + int64(r.Size)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		ck, ok := readCheckpoint(cfg.checkpointPath())
+		if ok && s.FlushedOffset() >= end && ck.commitLog >= end && ck.consumeQueue >= end {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not flushed in background: flushed %d checkpoint %+v", s.FlushedOffset(), ck)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

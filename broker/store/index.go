@@ -1,0 +1,190 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/store/internal/mmapfile"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
+
+// indexService owns the index files, oldest first. The dispatcher is the
+// only writer; queries and retention take mu.
+type indexService struct {
+	dir     string
+	slots   int
+	entries int
+
+	mu    sync.RWMutex
+	files []*indexFile
+}
+
+func openIndex(dir string, slots, entries int) (*indexService, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &indexService{dir: dir, slots: slots, entries: entries}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".tmp" {
+			os.Remove(filepath.Join(dir, e.Name()))
+		} else if len(e.Name()) == 17 {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	size := indexFileSize(slots, entries)
+	for _, n := range names {
+		f, err := mmapfile.Open(filepath.Join(dir, n), 0, size)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("%w: index file %s: %w", ErrCorrupt, n, err)
+		}
+		s.files = append(s.files, &indexFile{f: f, slots: slots, entries: entries})
+	}
+	return s, nil
+}
+
+func (s *indexService) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.files {
+		x.f.Close()
+	}
+	s.files = nil
+}
+
+func (s *indexService) newFile(now time.Time) (*indexFile, error) {
+	name := ""
+	for t := now; ; t = t.Add(time.Millisecond) {
+		name = t.Format("20060102150405.000")
+		name = name[:14] + name[15:]
+		if _, err := os.Stat(filepath.Join(s.dir, name)); os.IsNotExist(err) {
+			break
+		}
+	}
+	f, err := mmapfile.Create(filepath.Join(s.dir, name), 0, indexFileSize(s.slots, s.entries))
+	if err != nil {
+		return nil, fmt.Errorf("%w: index file: %w", ErrWriteFailed, err)
+	}
+	x := &indexFile{f: f, slots: s.slots, entries: s.entries}
+	x.setHeader(indexHeader{indexCount: 1})
+	s.files = append(s.files, x)
+	return x, nil
+}
+
+// build indexes one record: its UNIQ_KEY and each of its KEYS as
+// "topic#key". Records at or below what the newest file already covers
+// are replays and are skipped. Dispatcher only.
+func (s *indexService) build(v *message.RecordView, phy int64) error {
+	now := time.UnixMilli(v.StoreTimestamp())
+	props := v.Properties()
+	uniq, hasUniq := message.LookupProperty(props, message.PropertyUniqClientMessageIDKey)
+	keys, hasKeys := message.LookupProperty(props, message.PropertyKeys)
+	if !hasUniq && !hasKeys {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var x *indexFile
+	if n := len(s.files); n > 0 {
+		x = s.files[n-1]
+		if h := x.header(); h.indexCount > 1 && phy <= h.endPhy {
+			return nil
+		}
+	}
+	topic := string(v.Topic())
+	put := func(key string) error {
+		if key == "" {
+			return nil
+		}
+		if x == nil || x.full() {
+			var err error
+			if x, err = s.newFile(now); err != nil {
+				return err
+			}
+		}
+		x.put(topic+"#"+key, phy, v.StoreTimestamp())
+		return nil
+	}
+	if hasUniq {
+		if err := put(string(uniq)); err != nil {
+			return err
+		}
+	}
+	for _, k := range message.SplitKeys(string(keys)) {
+		if err := put(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// query returns commitlog offsets of topic#key entries stored in
+// [begin, end] ms, newest first, at most max.
+func (s *indexService) query(topic, key string, max int, begin, end int64) []int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []int64
+	for i := len(s.files) - 1; i >= 0 && len(out) < max; i-- {
+		h := s.files[i].header()
+		if h.indexCount <= 1 || h.endTs < begin || h.beginTs > end+1000 {
+			continue
+		}
+		out = s.files[i].query(topic+"#"+key, begin, end, max, out)
+	}
+	return out
+}
+
+func (s *indexService) flush() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, x := range s.files {
+		if !x.dirty.Swap(false) {
+			continue
+		}
+		if err := x.f.Sync(); err != nil {
+			x.dirty.Store(true)
+			return fmt.Errorf("%w: index: %w", ErrWriteFailed, err)
+		}
+	}
+	return nil
+}
+
+// truncate drops entries pointing at or past phyEnd (recovery).
+func (s *indexService) truncate(phyEnd int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.files) - 1; i >= 0; i-- {
+		h := s.files[i].header()
+		if h.indexCount > 1 && h.endPhy < phyEnd {
+			return
+		}
+		s.files[i].truncate(phyEnd)
+	}
+}
+
+// deleteBelow removes index files whose entries all point below phyMin,
+// never the newest.
+func (s *indexService) deleteBelow(phyMin int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for len(s.files) > 1 {
+		h := s.files[0].header()
+		if h.endPhy >= phyMin || !s.files[0].f.TryDestroy() {
+			break
+		}
+		s.files = s.files[1:]
+		n++
+	}
+	return n
+}

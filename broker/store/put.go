@@ -1,0 +1,152 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
+
+// PutStatus is the outcome of a stored append.
+type PutStatus int
+
+// Put statuses (RocketMQ PutMessageStatus for stored messages).
+const (
+	PutOK               PutStatus = iota // stored (and flushed, under SYNC_FLUSH)
+	PutFlushDiskTimeout                  // stored, but the sync flush did not finish in SyncFlushTimeout
+)
+
+func (p PutStatus) String() string {
+	if p == PutFlushDiskTimeout {
+		return "FLUSH_DISK_TIMEOUT"
+	}
+	return "PUT_OK"
+}
+
+// PutResult describes an append. For a batch, offsets are those of the
+// first message and MsgIDs lists every message's offsetMsgId.
+type PutResult struct {
+	Status         PutStatus
+	PhysicalOffset int64 // commitlog offset of the first record
+	Size           int   // bytes written, all records
+	StoreTimestamp int64
+	QueueOffset    int64 // queue offset of the first message
+	MsgCount       int
+	MsgIDs         []string
+}
+
+// MsgID is the first message's offsetMsgId.
+func (r *PutResult) MsgID() string { return r.MsgIDs[0] }
+
+// PutMessage appends one message. Refused messages (too large, malformed)
+// return an error wrapping ErrMessageTooLarge or ErrBadMessage and write
+// nothing; an I/O failure returns ErrWriteFailed.
+func (s *Store) PutMessage(m *message.Message) (*PutResult, error) {
+	return s.PutMessages([]*message.Message{m})
+}
+
+// PutMessages appends a batch for one topic and queue: consecutive records
+// with consecutive queue offsets, all in one segment.
+func (s *Store) PutMessages(msgs []*message.Message) (*PutResult, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrBadMessage)
+	}
+	sizes := make([]int, len(msgs))
+	crcs := make([]int32, len(msgs))
+	total := 0
+	for i, m := range msgs {
+		if err := m.Check(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadMessage, err)
+		}
+		if m.Topic != msgs[0].Topic || m.QueueID != msgs[0].QueueID {
+			return nil, fmt.Errorf("%w: batch mixes queues", ErrBadMessage)
+		}
+		if m.QueueID < 0 {
+			return nil, fmt.Errorf("%w: queue id %d", ErrBadMessage, m.QueueID)
+		}
+		sf := message.SysFlagFor(m.SysFlag, m.BornHost, s.cfg.StoreHost)
+		sizes[i] = message.RecordSize(sf, len(m.Body), len(m.Topic), len(m.Properties))
+		if sizes[i] > s.cfg.MaxMessageSize {
+			return nil, fmt.Errorf("%w: record of %d bytes, limit %d", ErrMessageTooLarge, sizes[i], s.cfg.MaxMessageSize)
+		}
+		crcs[i] = message.BodyCRC(m.Body)
+		total += sizes[i]
+	}
+	if total+message.MinBlankLength > s.cfg.MappedFileSizeCommitLog {
+		return nil, fmt.Errorf("%w: batch of %d bytes exceeds a segment", ErrMessageTooLarge, total)
+	}
+	res, err := s.append(msgs, sizes, crcs, total)
+	if err != nil {
+		return nil, err
+	}
+	phy := res.PhysicalOffset
+	for i := range msgs {
+		res.MsgIDs[i] = message.CreateOffsetMsgID(s.cfg.StoreHost, phy)
+		phy += int64(sizes[i])
+	}
+	if s.gc != nil && !s.gc.wait(res.PhysicalOffset+int64(res.Size)) {
+		res.Status = PutFlushDiskTimeout
+	}
+	return res, nil
+}
+
+func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total int) (*PutResult, error) {
+	s.putMu.Lock()
+	defer s.putMu.Unlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if s.writeErr != nil {
+		return nil, s.writeErr
+	}
+	seg, pos, err := s.cl.reserve(total)
+	if err != nil {
+		return nil, err // nothing written; the tail is unchanged
+	}
+	now := s.cfg.now().UnixMilli()
+	key := cqKey{msgs[0].Topic, msgs[0].QueueID}
+	qoff := s.queueOffsetLocked(key)
+	tt := message.TransactionType(msgs[0].SysFlag)
+	counted := tt != message.TransactionPreparedType && tt != message.TransactionRollbackType
+	res := &PutResult{
+		PhysicalOffset: seg.Start + int64(pos), Size: total, StoreTimestamp: now,
+		QueueOffset: qoff, MsgCount: len(msgs), MsgIDs: make([]string, len(msgs)),
+	}
+	if !counted {
+		res.QueueOffset = 0 // RocketMQ stores prepared/rollback records with queue offset 0
+	}
+	p := pos
+	for i, m := range msgs {
+		st := message.Stamp{
+			PhysicalOffset: seg.Start + int64(p), StoreTimestamp: now,
+			StoreHost: s.cfg.StoreHost, BodyCRC: crcs[i],
+		}
+		if counted {
+			st.QueueOffset = qoff + int64(i)
+		}
+		message.EncodeRecord(seg.Data[p:p+sizes[i]], m, &st)
+		p += sizes[i]
+	}
+	// Publish: the records are complete in the mapping before wrote moves.
+	s.cl.wrote.Store(seg.Start + int64(p))
+	if counted {
+		s.queueTable[key] = qoff + int64(len(msgs))
+	}
+	select {
+	case s.kickDisp <- struct{}{}:
+	default:
+	}
+	return res, nil
+}
+
+// queueOffsetLocked returns the next queue offset of key. putMu held.
+func (s *Store) queueOffsetLocked(key cqKey) int64 {
+	if off, ok := s.queueTable[key]; ok {
+		return off
+	}
+	var off int64
+	if cq := s.queue(key.topic, key.qid); cq != nil {
+		off = cq.maxOffset.Load()
+	}
+	s.queueTable[key] = off
+	return off
+}

@@ -1,0 +1,90 @@
+package broker
+
+import (
+	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
+
+// storeAdapter fits broker/store to MessageStore.
+type storeAdapter struct{ s *store.Store }
+
+func openStore(cfg store.Config) (MessageStore, error) {
+	s, err := store.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return storeAdapter{s}, nil
+}
+
+func (a storeAdapter) PutMessages(msgs []*message.Message) (*store.PutResult, error) {
+	return a.s.PutMessages(msgs)
+}
+
+func (a storeAdapter) GetMessages(topic string, qid int32, offset int64, maxMsgs int, filter TagFilter) (*GetResult, error) {
+	var f store.MessageFilter
+	if filter != nil {
+		f = store.FilterFuncs{Tags: filter}
+	}
+	r := a.s.GetMessage(topic, qid, offset, maxMsgs, 0, f)
+	defer r.Release()
+	out := &GetResult{
+		Status: r.Status, NextBeginOffset: r.NextBeginOffset, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset,
+		Count: len(r.Messages), SuggestPullingFromSlave: r.SuggestPullingFromSlave,
+	}
+	if len(r.Messages) > 0 {
+		out.Body = make([]byte, 0, r.BufferTotalSize)
+		for _, m := range r.Messages {
+			out.Body = append(out.Body, m...)
+		}
+	}
+	return out, nil
+}
+
+func (a storeAdapter) MinOffset(topic string, qid int32) int64 {
+	return a.s.MinOffsetInQueue(topic, qid)
+}
+func (a storeAdapter) MaxOffset(topic string, qid int32) int64 {
+	return a.s.MaxOffsetInQueue(topic, qid)
+}
+
+func (a storeAdapter) OffsetByTime(topic string, qid int32, ts int64) int64 {
+	return a.s.OffsetInQueueByTime(topic, qid, ts)
+}
+
+func (a storeAdapter) StoreTime(topic string, qid int32, offset int64) (int64, error) {
+	if t := a.s.MessageStoreTime(topic, qid, offset); t >= 0 {
+		return t, nil
+	}
+	return -1, store.ErrNotFound
+}
+
+func (a storeAdapter) MessageAt(phy int64) ([]byte, error) {
+	raw, err := a.s.GetRawMessage(phy)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Release()
+	return append([]byte(nil), raw.Data...), nil
+}
+
+func (a storeAdapter) QueryByKey(topic, key string, maxNum int, begin, end int64) ([][]byte, error) {
+	var out [][]byte
+	for _, phy := range a.s.QueryMessage(topic, key, maxNum, begin, end) {
+		if rec, err := a.MessageAt(phy); err == nil {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// InMemory reads one message at offset and asks whether it lies in the in-memory window.
+func (a storeAdapter) InMemory(topic string, qid int32, offset int64) bool {
+	r := a.s.GetMessage(topic, qid, offset, 1, 0, nil)
+	defer r.Release()
+	return r.Status != store.Found || !r.SuggestPullingFromSlave
+}
+
+func (a storeAdapter) MaxPhyOffset() int64            { return a.s.CommitLogMaxOffset() }
+func (a storeAdapter) OnArrival(fn store.ArrivalFunc) { a.s.OnArrival(fn) }
+func (a storeAdapter) DeleteTopic(topic string) error { a.s.DeleteTopic(topic); return nil }
+func (a storeAdapter) Close() error                   { return a.s.Close() }

@@ -1,0 +1,132 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	"github.com/openrmq/rocketmq-operator/internal/resource"
+)
+
+// BrokerReconciler keeps a Broker's per-group StatefulSets and tells running brokers about
+// name-server changes through Admin.
+type BrokerReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Admin    BrokerAdmin
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// step is one item of the reconcile checklist; a non-zero duration asks for a requeue.
+type brokerStep func(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error)
+
+// brokerState carries what earlier steps found to later ones.
+type brokerState struct {
+	namesrvAddr string
+	pods        map[string]*corev1.Pod
+}
+
+// Reconcile runs the checklist: resolve name servers, apply children, remove groups that
+// were scaled in, push a changed name-server list, then write the status.
+func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	br := &v1alpha1.Broker{}
+	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !br.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // owner references and the StatefulSets' PVC policy clean up
+	}
+	orig := br.DeepCopy()
+	st := &brokerState{}
+	steps := []struct {
+		reason string
+		run    brokerStep
+	}{
+		{"NameServerUnresolved", r.resolveNameServers},
+		{"ApplyFailed", r.applyChildren},
+		{"ScaleInFailed", r.removeScaledInGroups},
+		{"ObservePodsFailed", r.observePods},
+		{"NameServerPushFailed", r.pushNameServers},
+		{"StatusFailed", r.observeWorkloads},
+	}
+	for _, s := range steps {
+		after, err := s.run(ctx, br, st)
+		if err != nil || after > 0 {
+			degraded(&br.Status.Conditions, br.Generation, s.reason, err)
+			if perr := r.Status().Patch(ctx, br, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
+				return ctrl.Result{}, joinErr(err, perr)
+			}
+			if err != nil && after > 0 {
+				// An expected, retryable failure: requeue without the error backoff noise.
+				return ctrl.Result{RequeueAfter: after}, nil
+			}
+			return ctrl.Result{RequeueAfter: after}, err
+		}
+	}
+	degraded(&br.Status.Conditions, br.Generation, "", nil)
+	br.Status.ObservedGeneration = br.Generation
+	if err := r.Status().Patch(ctx, br, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *BrokerReconciler) applyChildren(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
+	b := &resource.BrokerBuilder{Instance: br, Scheme: r.Scheme, NameServerAddress: st.namesrvAddr}
+	return 0, applyAll(ctx, r.Client, b.Builders())
+}
+
+// SetupWithManager watches Brokers, their children, their pods (for member readiness) and
+// the NameServers they reference (a replica change alters the address list).
+func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Broker{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(brokerOfPod)).
+		Watches(&v1alpha1.NameServer{}, handler.EnqueueRequestsFromMapFunc(r.brokersOfNameServer)).
+		Named("broker").
+		Complete(r)
+}
+
+func brokerOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	if l[resource.ComponentLabel] != resource.BrokerComponent || l[resource.InstanceLabel] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{
+		Namespace: o.GetNamespace(), Name: l[resource.InstanceLabel]}}}
+}
+
+func (r *BrokerReconciler) brokersOfNameServer(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.BrokerList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range list.Items {
+		if b.Spec.NameServerRef != nil && b.Spec.NameServerRef.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+	}
+	return out
+}

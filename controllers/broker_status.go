@@ -1,0 +1,79 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	"github.com/openrmq/rocketmq-operator/internal/resource"
+)
+
+// observePods lists the Broker's pods by name.
+func (r *BrokerReconciler) observePods(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(br.Namespace), client.MatchingLabels{
+		resource.InstanceLabel: br.Name, resource.ComponentLabel: resource.BrokerComponent}); err != nil {
+		return 0, err
+	}
+	st.pods = map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		st.pods[pods.Items[i].Name] = &pods.Items[i]
+	}
+	return 0, nil
+}
+
+// observeWorkloads fills status.groups (master and slaves with their pods) and the
+// Ready/Progressing conditions from the groups' StatefulSets.
+func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
+	var sets []*appsv1.StatefulSet
+	var ready int32
+	groups := make([]v1alpha1.BrokerGroupStatus, 0, br.Spec.Groups)
+	for g := range br.Spec.Groups {
+		sts := &appsv1.StatefulSet{}
+		key := client.ObjectKey{Namespace: br.Namespace, Name: resource.BrokerGroupName(br, g)}
+		if err := r.Get(ctx, key, sts); err != nil {
+			return 0, err
+		}
+		sets = append(sets, sts)
+		ready += sts.Status.ReadyReplicas
+		gs := v1alpha1.BrokerGroupStatus{BrokerName: resource.BrokerName(g)}
+		for id := range br.Spec.ReplicasPerGroup {
+			m := v1alpha1.BrokerMember{
+				BrokerID: id,
+				Pod:      resource.BrokerPodName(br, g, id),
+				Address:  resource.BrokerMemberAddress(br, g, id),
+			}
+			m.Ready = podReady(st.pods[m.Pod])
+			if id == 0 {
+				gs.Master = &m
+			} else {
+				gs.Slaves = append(gs.Slaves, m)
+			}
+		}
+		groups = append(groups, gs)
+	}
+	want := br.Spec.Groups * br.Spec.ReplicasPerGroup
+	br.Status.Groups = groups
+	br.Status.Replicas = want
+	br.Status.ReadyReplicas = ready
+	br.Status.ReadySummary = fmt.Sprintf("%d/%d", ready, want)
+	workloadConditions(&br.Status.Conditions, br.Generation, sets, ready, want)
+	return 0, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p == nil || !p.DeletionTimestamp.IsZero() {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

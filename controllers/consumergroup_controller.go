@@ -1,0 +1,191 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+)
+
+// ConsumerGroupFinalizer is set while deletionPolicy is Delete, so the group can be removed
+// from the brokers before the resource goes.
+const ConsumerGroupFinalizer = "rocketmq.openrmq.io/subscription-group"
+
+// LagRefresh is how often the lag in status is refreshed.
+const LagRefresh = 30 * time.Second
+
+// ConsumerGroupReconciler keeps a subscription group on every master of a Broker.
+type ConsumerGroupReconciler struct {
+	client.Client
+	Admin    BrokerAdmin
+	Resolver BrokerResolver
+	Recorder events.EventRecorder
+	// LagRefresh overrides the refresh period (tests); zero means LagRefresh.
+	LagRefresh time.Duration
+}
+
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=consumergroups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=consumergroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=consumergroups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers,verbs=get;list;watch
+
+// cgState carries what earlier steps found to later ones.
+type cgState struct {
+	group   string
+	masters map[string]string // brokerName -> address
+}
+
+// Reconcile: fetch, deletion, finalizer, resolve masters, subscription group, offset
+// migration, offset reset (each once per id), lag, status; then requeue for the next lag.
+func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cg := &v1alpha1.ConsumerGroup{}
+	if err := r.Get(ctx, req.NamespacedName, cg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := &cgState{group: cg.EffectiveGroupName()}
+	if !cg.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, cg, st)
+	}
+	if done, err := r.syncFinalizer(ctx, cg); done || err != nil {
+		return ctrl.Result{}, err
+	}
+	steps := []struct {
+		reason string
+		run    func(context.Context, *v1alpha1.ConsumerGroup, *cgState) (time.Duration, error)
+	}{
+		{"BrokerUnavailable", r.resolveMasters},
+		{"SubscriptionGroupFailed", r.ensureGroup},
+		{"OffsetMigrationFailed", r.migrateOffsets},
+		{"OffsetResetFailed", r.resetOffsets},
+		{"LagUnavailable", r.refreshLag},
+	}
+	for _, s := range steps {
+		orig := cg.DeepCopy()
+		after, err := s.run(ctx, cg, st)
+		if err != nil || after > 0 {
+			degraded(&cg.Status.Conditions, cg.Generation, s.reason, err)
+			if err != nil {
+				notReady(&cg.Status.Conditions, cg.Generation, s.reason, err.Error())
+			}
+			if perr := r.patchStatus(ctx, cg, orig); perr != nil {
+				return ctrl.Result{}, joinErr(err, perr)
+			}
+			if after > 0 {
+				return ctrl.Result{RequeueAfter: after}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		// Steps that changed the brokers write their record at once, so a crash later in
+		// this reconcile cannot make the next one apply the same reset again.
+		if err := r.patchStatus(ctx, cg, orig); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	orig := cg.DeepCopy()
+	meta.SetStatusCondition(&cg.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
+		Status: metav1.ConditionTrue, Reason: "Synced", ObservedGeneration: cg.Generation,
+		Message: fmt.Sprintf("group %s is on %d master(s)", st.group, len(st.masters))})
+	degraded(&cg.Status.Conditions, cg.Generation, "", nil)
+	cg.Status.ObservedGeneration = cg.Generation
+	if err := r.patchStatus(ctx, cg, orig); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.lagRefresh()}, nil
+}
+
+func (r *ConsumerGroupReconciler) lagRefresh() time.Duration {
+	if r.LagRefresh > 0 {
+		return r.LagRefresh
+	}
+	return LagRefresh
+}
+
+// patchStatus writes the status if it changed; a resource deleted meanwhile is not an error.
+func (r *ConsumerGroupReconciler) patchStatus(ctx context.Context, cg, orig *v1alpha1.ConsumerGroup) error {
+	err := r.Status().Patch(ctx, cg, client.MergeFrom(orig))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// syncFinalizer adds the finalizer under deletionPolicy Delete and drops it under Retain.
+// done means the object was updated and a new reconcile will follow from the watch.
+func (r *ConsumerGroupReconciler) syncFinalizer(ctx context.Context, cg *v1alpha1.ConsumerGroup) (bool, error) {
+	var changed bool
+	if cg.Spec.DeletionPolicy == v1alpha1.DeletionDelete {
+		changed = controllerutil.AddFinalizer(cg, ConsumerGroupFinalizer)
+	} else {
+		changed = controllerutil.RemoveFinalizer(cg, ConsumerGroupFinalizer)
+	}
+	if !changed {
+		return false, nil
+	}
+	return true, r.Update(ctx, cg)
+}
+
+// finalize removes the group from every master (deletionPolicy Delete), then the finalizer.
+// A Broker without masters blocks deletion until it has them again: the group would
+// otherwise outlive the resource.
+func (r *ConsumerGroupReconciler) finalize(ctx context.Context, cg *v1alpha1.ConsumerGroup, st *cgState) error {
+	if !controllerutil.ContainsFinalizer(cg, ConsumerGroupFinalizer) {
+		return nil
+	}
+	br := &v1alpha1.Broker{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: cg.Namespace, Name: cg.Spec.BrokerRef.Name}, br)
+	// A Broker that is gone or going (say, its namespace is deleted) has no group to keep.
+	brokerGone := apierrors.IsNotFound(err) || (err == nil && !br.DeletionTimestamp.IsZero())
+	if err != nil && !brokerGone {
+		return err
+	}
+	if cg.Spec.DeletionPolicy == v1alpha1.DeletionDelete && !brokerGone {
+		if _, err := r.resolveMasters(ctx, cg, st); err != nil {
+			return err
+		}
+		for _, name := range slices.Sorted(maps.Keys(st.masters)) {
+			if err := r.Admin.DeleteSubscriptionGroup(ctx, st.masters[name], st.group); err != nil {
+				r.Recorder.Eventf(cg, nil, corev1.EventTypeWarning, "DeleteFailed", "DeleteSubscriptionGroup",
+					"deleting group %s on %s: %v", st.group, name, err)
+				return err
+			}
+			r.Recorder.Eventf(cg, nil, corev1.EventTypeNormal, "GroupDeleted", "DeleteSubscriptionGroup",
+				"deleted group %s on %s", st.group, name)
+		}
+	}
+	controllerutil.RemoveFinalizer(cg, ConsumerGroupFinalizer)
+	return client.IgnoreNotFound(r.Update(ctx, cg))
+}
+
+// resolveMasters finds the Broker and its masters. A missing Broker or one without masters
+// yet is waited for (requeue), not failed.
+func (r *ConsumerGroupReconciler) resolveMasters(ctx context.Context, cg *v1alpha1.ConsumerGroup, st *cgState) (time.Duration, error) {
+	br := &v1alpha1.Broker{}
+	key := client.ObjectKey{Namespace: cg.Namespace, Name: cg.Spec.BrokerRef.Name}
+	if err := r.Get(ctx, key, br); err != nil {
+		if apierrors.IsNotFound(err) {
+			return retryAfter, fmt.Errorf("Broker %q not found in namespace %q: %w", key.Name, key.Namespace, err)
+		}
+		return 0, err
+	}
+	masters, err := r.Resolver.Masters(ctx, br)
+	if err != nil {
+		return retryAfter, fmt.Errorf("resolving masters of Broker %q: %w", key.Name, err)
+	}
+	if len(masters) == 0 {
+		return retryAfter, fmt.Errorf("Broker %q has no masters yet", key.Name)
+	}
+	st.masters = masters
+	return 0, nil
+}

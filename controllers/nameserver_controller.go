@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	"github.com/openrmq/rocketmq-operator/internal/resource"
+)
+
+// NameServerReconciler keeps a NameServer's StatefulSet, Services, ConfigMap and PDB.
+type NameServerReconciler struct {
+	client.Client
+	Scheme *runtime.Scheme
+}
+
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile: fetch, skip if deleting (owner references clean up), apply the children,
+// then write the status.
+func (r *NameServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ns := &v1alpha1.NameServer{}
+	if err := r.Get(ctx, req.NamespacedName, ns); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ns.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	orig := ns.DeepCopy()
+	b := &resource.NameServerBuilder{Instance: ns, Scheme: r.Scheme}
+	if err := applyAll(ctx, r.Client, b.Builders()); err != nil {
+		degraded(&ns.Status.Conditions, ns.Generation, "ApplyFailed", err)
+		return ctrl.Result{}, joinErr(err, r.Status().Patch(ctx, ns, client.MergeFrom(orig)))
+	}
+
+	sts := &appsv1.StatefulSet{}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(ns), sts); err != nil {
+		return ctrl.Result{}, err
+	}
+	ns.Status.Replicas = ns.Spec.Replicas
+	ns.Status.ReadyReplicas = sts.Status.ReadyReplicas
+	ns.Status.Address = resource.NameServerAddress(ns)
+	workloadConditions(&ns.Status.Conditions, ns.Generation, []*appsv1.StatefulSet{sts},
+		sts.Status.ReadyReplicas, ns.Spec.Replicas)
+	degraded(&ns.Status.Conditions, ns.Generation, "", nil)
+	ns.Status.ObservedGeneration = ns.Generation
+	if err := r.Status().Patch(ctx, ns, client.MergeFrom(orig)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).V(1).Info("reconciled", "ready", sts.Status.ReadyReplicas)
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches the NameServers and the objects they own.
+func (r *NameServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.NameServer{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Named("nameserver").
+		Complete(r)
+}
+
+// joinErr returns the first error; a status write failure after a reconcile failure is
+// only worth logging by the caller's retry.
+func joinErr(primary, secondary error) error {
+	if primary != nil {
+		return primary
+	}
+	return secondary
+}
+
+// retryAfter is how long to wait before retrying a step that waits on something outside the
+// cluster (a broker call, a missing reference) and so produces no watch event.
+const retryAfter = 15 * time.Second

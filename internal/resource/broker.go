@@ -1,0 +1,153 @@
+package resource
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+)
+
+// BrokerComponent is the component label value of broker objects.
+const BrokerComponent = "broker"
+
+// Paths inside a broker pod.
+const (
+	brokerConfDir    = "/etc/rocketmq/broker"
+	NamesrvAddrKey   = "namesrvAddr"
+	brokerStoreDir   = "/home/rocketmq/store"
+	brokerStoreClaim = "store"
+)
+
+// BrokerBuilder builds the children of one Broker: one shared name-server ConfigMap, then
+// per group a broker.conf ConfigMap, a headless Service, a StatefulSet and a PDB.
+type BrokerBuilder struct {
+	Instance *v1alpha1.Broker
+	Scheme   *runtime.Scheme
+	// NameServerAddress is the resolved namesrvAddr list.
+	NameServerAddress string
+}
+
+// Builders lists the children in apply order: configs, services, then StatefulSets.
+func (b *BrokerBuilder) Builders() []Builder {
+	out := []Builder{&brokerNamesrvConfigMap{b}}
+	for g := range b.Instance.Spec.Groups {
+		grp := brokerGroup{BrokerBuilder: b, index: g}
+		out = append(out, &brokerConfigMap{grp}, &brokerHeadlessService{grp},
+			&brokerStatefulSet{grp}, &brokerPDB{grp})
+	}
+	return out
+}
+
+// BrokerName of group i: broker-a, broker-b, ...
+func BrokerName(i int32) string { return fmt.Sprintf("broker-%c", 'a'+rune(i)) }
+
+// BrokerGroupName is the name of group i's StatefulSet, ConfigMap and PDB.
+func BrokerGroupName(br *v1alpha1.Broker, i int32) string {
+	return br.Name + "-" + BrokerName(i)
+}
+
+// BrokerNamesrvConfigMapName holds the namesrvAddr list read at container start. It is not
+// part of the config hash: a new list is pushed to running brokers instead of restarting them.
+func BrokerNamesrvConfigMapName(br *v1alpha1.Broker) string { return br.Name + "-namesrv" }
+
+// BrokerPodName is the pod of group i whose ordinal (and brokerId) is id.
+func BrokerPodName(br *v1alpha1.Broker, i, id int32) string {
+	return fmt.Sprintf("%s-%d", BrokerGroupName(br, i), id)
+}
+
+// BrokerMemberAddress is host:port of a pod's stable DNS name.
+func BrokerMemberAddress(br *v1alpha1.Broker, i, id int32) string {
+	return fmt.Sprintf("%s.%s-headless.%s.svc:%d", BrokerPodName(br, i, id),
+		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort)
+}
+
+// BrokerConf renders the keys group i's pods share. namesrvAddr is not among them: it
+// reaches the pod as -n $(NAMESRV_ADDR), read from an unhashed ConfigMap at container start,
+// and running brokers get a new list through UPDATE_BROKER_CONFIG. brokerIP1/2 are left to
+// the broker, which picks the pod IP. Keys are sorted so the hash only moves with content.
+func BrokerConf(br *v1alpha1.Broker, i int32) string {
+	kv := map[string]string{}
+	maps.Copy(kv, br.Spec.Config)
+	maps.Copy(kv, map[string]string{
+		"brokerClusterName":  br.Spec.ClusterName,
+		"brokerName":         BrokerName(i),
+		"listenPort":         fmt.Sprint(br.Spec.ListenPort),
+		"haListenPort":       fmt.Sprint(br.Spec.ListenPort + 1),
+		"flushDiskType":      string(br.Spec.FlushDiskType),
+		"storePathRootDir":   brokerStoreDir,
+		"storePathCommitLog": brokerStoreDir + "/commitlog",
+	})
+	var sb strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		fmt.Fprintf(&sb, "%s=%s\n", k, kv[k])
+	}
+	return sb.String()
+}
+
+// BrokerPodConf is the broker.conf of one pod: the group's keys plus brokerId (the pod
+// ordinal) and brokerRole (the master role for ordinal 0, SLAVE otherwise). The image is
+// distroless, so there is no start script: the ConfigMap holds one file per pod, named after
+// the pod, and the container picks its own with $(POD_NAME) in its command.
+func BrokerPodConf(br *v1alpha1.Broker, i, id int32) string {
+	role := "SLAVE"
+	if id == 0 {
+		role = string(br.Spec.BrokerRole)
+	}
+	return BrokerConf(br, i) + fmt.Sprintf("brokerId=%d\nbrokerRole=%s\n", id, role)
+}
+
+// BrokerConfigHash changes with the group's config and the master role, but not with
+// replicasPerGroup: adding a slave adds a file without rolling the others.
+func BrokerConfigHash(br *v1alpha1.Broker, i int32) string {
+	return Hash(BrokerConf(br, i) + "masterRole=" + string(br.Spec.BrokerRole))
+}
+
+type brokerGroup struct {
+	*BrokerBuilder
+	index int32
+}
+
+func (g brokerGroup) name() string { return BrokerGroupName(g.Instance, g.index) }
+
+func (g brokerGroup) selector() map[string]string {
+	l := selectorLabels(BrokerComponent, g.Instance.Name)
+	l[BrokerNameLabel] = BrokerName(g.index)
+	return l
+}
+
+func (g brokerGroup) labels() map[string]string {
+	l := objectLabels(BrokerComponent, g.Instance.Name)
+	l[BrokerNameLabel] = BrokerName(g.index)
+	return l
+}
+
+// BrokerGroupSelector selects every object of group i (for scale-in cleanup).
+func BrokerGroupSelector(br *v1alpha1.Broker, i int32) map[string]string {
+	return brokerGroup{BrokerBuilder: &BrokerBuilder{Instance: br}, index: i}.selector()
+}
+
+// claimTemplate is a ReadWriteOnce claim; size falls back to def when unset (the API
+// server defaults it, but a builder test or an old object may lack it).
+func claimTemplate(name string, labels map[string]string, size *resource.Quantity, def string,
+	class *string) corev1.PersistentVolumeClaim {
+	q := resource.MustParse(def)
+	if size != nil {
+		q = *size
+	}
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: class,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: q}},
+		},
+	}
+}

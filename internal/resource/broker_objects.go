@@ -1,0 +1,90 @@
+package resource
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+type brokerNamesrvConfigMap struct{ *BrokerBuilder }
+
+func (b *brokerNamesrvConfigMap) Build() (client.Object, error) {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: BrokerNamesrvConfigMapName(b.Instance), Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *brokerNamesrvConfigMap) Update(obj client.Object) error {
+	cm := obj.(*corev1.ConfigMap)
+	cm.Labels = merge(cm.Labels, objectLabels(BrokerComponent, b.Instance.Name))
+	cm.Data = map[string]string{NamesrvAddrKey: b.NameServerAddress}
+	return controllerutil.SetControllerReference(b.Instance, cm, b.Scheme)
+}
+
+type brokerConfigMap struct{ brokerGroup }
+
+func (b *brokerConfigMap) Build() (client.Object, error) {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: b.name() + "-config", Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *brokerConfigMap) Update(obj client.Object) error {
+	cm := obj.(*corev1.ConfigMap)
+	cm.Labels = merge(cm.Labels, b.labels())
+	cm.Data = map[string]string{}
+	for id := range b.Instance.Spec.ReplicasPerGroup {
+		pod := BrokerPodName(b.Instance, b.index, id)
+		cm.Data[pod+".conf"] = BrokerPodConf(b.Instance, b.index, id)
+	}
+	return controllerutil.SetControllerReference(b.Instance, cm, b.Scheme)
+}
+
+type brokerHeadlessService struct{ brokerGroup }
+
+func (b *brokerHeadlessService) Build() (client.Object, error) {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+		Name: b.name() + "-headless", Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *brokerHeadlessService) Update(obj client.Object) error {
+	svc := obj.(*corev1.Service)
+	svc.Labels = merge(svc.Labels, b.labels())
+	svc.Spec.ClusterIP = corev1.ClusterIPNone
+	svc.Spec.Selector = b.selector()
+	// A slave must reach its master's HA port while the master is still starting.
+	svc.Spec.PublishNotReadyAddresses = true
+	svc.Spec.Ports = nil
+	for _, p := range brokerContainerPorts(b.Instance.Spec.ListenPort) {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
+			TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
+	}
+	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
+}
+
+type brokerPDB struct{ brokerGroup }
+
+func (b *brokerPDB) Build() (client.Object, error) {
+	return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{
+		Name: b.name(), Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *brokerPDB) Update(obj client.Object) error {
+	pdb := obj.(*policyv1.PodDisruptionBudget)
+	pdb.Labels = merge(pdb.Labels, b.labels())
+	one := intstr.FromInt32(1)
+	pdb.Spec.MaxUnavailable = &one
+	pdb.Spec.Selector = &metav1.LabelSelector{MatchLabels: b.selector()}
+	return controllerutil.SetControllerReference(b.Instance, pdb, b.Scheme)
+}
+
+// brokerContainerPorts: the remoting port, the fast channel (listenPort-2) some Java clients
+// use, and the HA port (listenPort+1) slaves replicate from.
+func brokerContainerPorts(listen int32) []corev1.ContainerPort {
+	return []corev1.ContainerPort{
+		{Name: "remoting", ContainerPort: listen, Protocol: corev1.ProtocolTCP},
+		{Name: "fast", ContainerPort: listen - 2, Protocol: corev1.ProtocolTCP},
+		{Name: "ha", ContainerPort: listen + 1, Protocol: corev1.ProtocolTCP},
+	}
+}

@@ -1,0 +1,94 @@
+package resource
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+)
+
+type brokerStatefulSet struct{ brokerGroup }
+
+func (b *brokerStatefulSet) Build() (client.Object, error) {
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{
+		Name: b.name(), Namespace: b.Instance.Namespace}}, nil
+}
+
+// Update shapes one group's StatefulSet. The pod ordinal is the brokerId, and a
+// RollingUpdate StatefulSet replaces pods from the highest ordinal down, one at a time,
+// each only after the previous one is Ready (OrderedReady also starts them 0 first, so
+// the master is up before its slaves). A spec change therefore rolls the slaves first and
+// the master last. Partition stays 0: every ordinal >= partition is updated.
+func (b *brokerStatefulSet) Update(obj client.Object) error {
+	sts := obj.(*appsv1.StatefulSet)
+	br := b.Instance
+	sts.Labels = merge(sts.Labels, b.labels())
+	sts.Spec.Replicas = ptr.To(br.Spec.ReplicasPerGroup)
+	if sts.CreationTimestamp.IsZero() {
+		sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: b.selector()}
+		sts.Spec.ServiceName = b.name() + "-headless"
+		sts.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate(
+			brokerStoreClaim, b.labels(), br.Spec.Storage.Size, "20Gi", br.Spec.Storage.StorageClassName)}
+	}
+	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{
+		Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{
+			Partition: ptr.To[int32](0)},
+	}
+	sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenScaled:  retention(br.Spec.Storage.WhenScaled),
+		WhenDeleted: retention(br.Spec.Storage.WhenDeleted),
+	}
+
+	tpl := &sts.Spec.Template
+	tpl.Labels = merge(br.Spec.Pod.Labels, b.labels())
+	tpl.Annotations = merge(br.Spec.Pod.Annotations,
+		map[string]string{ConfigHashAnnotation: BrokerConfigHash(br, b.index)})
+	applyPodOverrides(&tpl.Spec, br.Spec.ContainerSpec)
+	tpl.Spec.Volumes = []corev1.Volume{
+		configVolume("config", b.name()+"-config"),
+	}
+	probe := tcpProbe("remoting")
+	tpl.Spec.Containers = []corev1.Container{{
+		Name:            "broker",
+		Image:           br.Spec.Image,
+		ImagePullPolicy: pullPolicy(br.Spec.ImagePullPolicy),
+		// The kubelet expands $(VAR) from the container's env: each pod reads its own file.
+		Command: []string{"/broker", "-c", brokerConfDir + "/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)"},
+		Env: []corev1.EnvVar{
+			fieldEnv("POD_NAME", "metadata.name"),
+			{Name: "NAMESRV_ADDR", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: BrokerNamesrvConfigMapName(br)},
+					Key:                  NamesrvAddrKey}}},
+		},
+		Ports:     brokerContainerPorts(br.Spec.ListenPort),
+		Resources: br.Spec.Resources,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "config", MountPath: brokerConfDir, ReadOnly: true},
+			{Name: brokerStoreClaim, MountPath: brokerStoreDir},
+		},
+		ReadinessProbe: probe,
+		LivenessProbe:  livenessFrom(probe),
+	}}
+	// A broker flushes and unregisters on SIGTERM; give it time.
+	tpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+	return controllerutil.SetControllerReference(br, sts, b.Scheme)
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+}
+
+func retention(p v1alpha1.ReclaimPolicy) appsv1.PersistentVolumeClaimRetentionPolicyType {
+	if p == v1alpha1.ReclaimDelete {
+		return appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	return appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+}

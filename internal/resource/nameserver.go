@@ -1,0 +1,64 @@
+package resource
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+)
+
+// NameServer component label value.
+const nameServerComponent = "nameserver"
+
+// Paths inside a name server pod.
+const (
+	nameServerConfDir  = "/etc/rocketmq"
+	nameServerConfFile = "namesrv.conf"
+	nameServerKVDir    = "/home/rocketmq/namesrv"
+)
+
+// NameServerBuilder builds the children of one NameServer.
+type NameServerBuilder struct {
+	Instance *v1alpha1.NameServer
+	Scheme   *runtime.Scheme
+}
+
+// Builders lists the children in apply order: the config first so the pods find it, the
+// services before the StatefulSet so the pods' DNS names exist when they start.
+func (b *NameServerBuilder) Builders() []Builder {
+	return []Builder{
+		&nameServerConfigMap{b},
+		&nameServerHeadlessService{b},
+		&nameServerService{b},
+		&nameServerStatefulSet{b},
+		&nameServerPDB{b},
+	}
+}
+
+// NameServerHeadlessServiceName gives each pod a stable DNS name <pod>.<headless>.<ns>.svc.
+func NameServerHeadlessServiceName(ns *v1alpha1.NameServer) string { return ns.Name + "-headless" }
+
+// NameServerConfigMapName holds namesrv.conf.
+func NameServerConfigMapName(ns *v1alpha1.NameServer) string { return ns.Name + "-config" }
+
+// NameServerAddress is the namesrvAddr list: every pod's stable DNS name, ';'-separated.
+func NameServerAddress(ns *v1alpha1.NameServer) string {
+	addrs := make([]string, 0, ns.Spec.Replicas)
+	for i := range ns.Spec.Replicas {
+		addrs = append(addrs, fmt.Sprintf("%s-%d.%s.%s.svc:%d", ns.Name, i,
+			NameServerHeadlessServiceName(ns), ns.Namespace, ns.Spec.Ports.ListenPort))
+	}
+	return strings.Join(addrs, ";")
+}
+
+// NameServerConf renders namesrv.conf with RocketMQ's key names.
+func NameServerConf(ns *v1alpha1.NameServer) string {
+	return fmt.Sprintf("listenPort=%d\nkvConfigPath=%s/kvConfig.json\n",
+		ns.Spec.Ports.ListenPort, nameServerKVDir)
+}
+
+func (b *NameServerBuilder) labels() map[string]string {
+	return objectLabels(nameServerComponent, b.Instance.Name)
+}

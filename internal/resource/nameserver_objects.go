@@ -1,0 +1,83 @@
+package resource
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+type nameServerConfigMap struct{ *NameServerBuilder }
+
+func (b *nameServerConfigMap) Build() (client.Object, error) {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: NameServerConfigMapName(b.Instance), Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *nameServerConfigMap) Update(obj client.Object) error {
+	cm := obj.(*corev1.ConfigMap)
+	cm.Labels = merge(cm.Labels, b.labels())
+	cm.Data = map[string]string{nameServerConfFile: NameServerConf(b.Instance)}
+	return controllerutil.SetControllerReference(b.Instance, cm, b.Scheme)
+}
+
+type nameServerHeadlessService struct{ *NameServerBuilder }
+
+func (b *nameServerHeadlessService) Build() (client.Object, error) {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+		Name: NameServerHeadlessServiceName(b.Instance), Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *nameServerHeadlessService) Update(obj client.Object) error {
+	svc := obj.(*corev1.Service)
+	svc.Labels = merge(svc.Labels, b.labels())
+	svc.Spec.ClusterIP = corev1.ClusterIPNone
+	svc.Spec.Selector = selectorLabels(nameServerComponent, b.Instance.Name)
+	// Brokers must resolve a starting name server before it is ready, or they cannot
+	// register during a cold start of the whole cluster.
+	svc.Spec.PublishNotReadyAddresses = true
+	svc.Spec.Ports = nameServerPorts(b.Instance.Spec.Ports.ListenPort)
+	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
+}
+
+type nameServerService struct{ *NameServerBuilder }
+
+func (b *nameServerService) Build() (client.Object, error) {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+		Name: b.Instance.Name, Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *nameServerService) Update(obj client.Object) error {
+	svc := obj.(*corev1.Service)
+	svc.Labels = merge(svc.Labels, b.labels())
+	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	svc.Spec.Selector = selectorLabels(nameServerComponent, b.Instance.Name)
+	svc.Spec.Ports = nameServerPorts(b.Instance.Spec.Ports.ListenPort)
+	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
+}
+
+func nameServerPorts(port int32) []corev1.ServicePort {
+	return []corev1.ServicePort{{
+		Name: "remoting", Port: port, TargetPort: intstr.FromString("remoting"),
+		Protocol: corev1.ProtocolTCP,
+	}}
+}
+
+type nameServerPDB struct{ *NameServerBuilder }
+
+func (b *nameServerPDB) Build() (client.Object, error) {
+	return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{
+		Name: b.Instance.Name, Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *nameServerPDB) Update(obj client.Object) error {
+	pdb := obj.(*policyv1.PodDisruptionBudget)
+	pdb.Labels = merge(pdb.Labels, b.labels())
+	one := intstr.FromInt32(1)
+	pdb.Spec.MaxUnavailable = &one
+	pdb.Spec.Selector = &metav1.LabelSelector{
+		MatchLabels: selectorLabels(nameServerComponent, b.Instance.Name)}
+	return controllerutil.SetControllerReference(b.Instance, pdb, b.Scheme)
+}

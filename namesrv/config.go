@@ -1,0 +1,239 @@
+package namesrv
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config configures a NameServer. Keys in a config file are Java's NamesrvConfig and
+// NettyServerConfig field names; see configKeys.
+type Config struct {
+	RocketmqHome    string
+	KVConfigPath    string // KV config store; its .tmp and .bak live beside it
+	ConfigStorePath string // accepted for compatibility; not written
+	ProductEnvName  string
+	ClusterTest     bool
+	// OrderMessageEnable is accepted for compatibility. Routes carry orderTopicConf
+	// whenever the ORDER_TOPIC_CONFIG namespace has the topic, enabled or not.
+	OrderMessageEnable bool
+
+	BindAddress         string // "" or 0.0.0.0 listens on every interface
+	ListenPort          int    // 0 picks a free port (tests)
+	ServerWorkerThreads int
+
+	ScanNotActiveBrokerInterval time.Duration // how often silent brokers are looked for
+	BrokerChannelExpiredTime    time.Duration // silence after which a broker is dropped
+
+	Logger *slog.Logger // [slog.Default()]
+}
+
+// DefaultConfig returns the defaults of Java's name server.
+func DefaultConfig() Config {
+	home, _ := os.UserHomeDir()
+	return Config{
+		RocketmqHome:                os.Getenv("ROCKETMQ_HOME"),
+		KVConfigPath:                filepath.Join(home, "namesrv", "kvConfig.json"),
+		ConfigStorePath:             filepath.Join(home, "namesrv", "namesrv.properties"),
+		ProductEnvName:              "center",
+		ListenPort:                  9876,
+		ServerWorkerThreads:         8,
+		ScanNotActiveBrokerInterval: 5 * time.Second,
+		BrokerChannelExpiredTime:    120 * time.Second,
+	}
+}
+
+// Validate reports the first unusable setting, naming its key.
+func (c *Config) Validate() error {
+	switch {
+	case c.ListenPort < 0 || c.ListenPort > 65535:
+		return fmt.Errorf("namesrv: listenPort %d out of range 0-65535", c.ListenPort)
+	case c.KVConfigPath == "":
+		return fmt.Errorf("namesrv: kvConfigPath is empty")
+	case c.ServerWorkerThreads <= 0:
+		return fmt.Errorf("namesrv: serverWorkerThreads must be positive, got %d", c.ServerWorkerThreads)
+	case c.ScanNotActiveBrokerInterval <= 0:
+		return fmt.Errorf("namesrv: scanNotActiveBrokerInterval must be positive, got %v", c.ScanNotActiveBrokerInterval)
+	case c.BrokerChannelExpiredTime <= 0:
+		return fmt.Errorf("namesrv: brokerChannelExpiredTime must be positive, got %v", c.BrokerChannelExpiredTime)
+	}
+	return nil
+}
+
+type setter func(c *Config, v string) error
+
+func str(f func(*Config) *string) setter {
+	return func(c *Config, v string) error { *f(c) = v; return nil }
+}
+
+func integer(f func(*Config) *int) setter {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func boolean(f func(*Config) *bool) setter {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not a boolean: %q", v)
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+// millis reads milliseconds, as Java does, or a Go duration such as "5s".
+func millis(f func(*Config) *time.Duration) setter {
+	return func(c *Config, v string) error {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			*f(c) = time.Duration(n) * time.Millisecond
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("not milliseconds or a duration: %q", v)
+		}
+		*f(c) = d
+		return nil
+	}
+}
+
+func ignored(*Config, string) error { return nil }
+
+// configKeys maps every accepted key to its setter. Netty tuning keys are accepted and
+// ignored: the Go runtime has no equivalent knobs.
+var configKeys = map[string]setter{
+	"rocketmqHome":                str(func(c *Config) *string { return &c.RocketmqHome }),
+	"kvConfigPath":                str(func(c *Config) *string { return &c.KVConfigPath }),
+	"configStorePath":             str(func(c *Config) *string { return &c.ConfigStorePath }),
+	"productEnvName":              str(func(c *Config) *string { return &c.ProductEnvName }),
+	"clusterTest":                 boolean(func(c *Config) *bool { return &c.ClusterTest }),
+	"orderMessageEnable":          boolean(func(c *Config) *bool { return &c.OrderMessageEnable }),
+	"bindAddress":                 str(func(c *Config) *string { return &c.BindAddress }),
+	"listenPort":                  integer(func(c *Config) *int { return &c.ListenPort }),
+	"serverWorkerThreads":         integer(func(c *Config) *int { return &c.ServerWorkerThreads }),
+	"scanNotActiveBrokerInterval": millis(func(c *Config) *time.Duration { return &c.ScanNotActiveBrokerInterval }),
+	"brokerChannelExpiredTime":    millis(func(c *Config) *time.Duration { return &c.BrokerChannelExpiredTime }),
+
+	"serverCallbackExecutorThreads":      ignored,
+	"serverSelectorThreads":              ignored,
+	"serverOnewaySemaphoreValue":         ignored,
+	"serverAsyncSemaphoreValue":          ignored,
+	"serverChannelMaxIdleTimeSeconds":    ignored,
+	"serverSocketSndBufSize":             ignored,
+	"serverSocketRcvBufSize":             ignored,
+	"writeBufferHighWaterMark":           ignored,
+	"writeBufferLowWaterMark":            ignored,
+	"serverSocketBacklog":                ignored,
+	"serverPooledByteBufAllocatorEnable": ignored,
+	"useEpollNativeSelector":             ignored,
+	"defaultThreadPoolNums":              ignored,
+	"clientRequestThreadPoolNums":        ignored,
+}
+
+// Set applies one key. An unknown key or a bad value is an error naming the key.
+func (c *Config) Set(key, value string) error {
+	s, ok := configKeys[key]
+	if !ok {
+		return fmt.Errorf("namesrv: unknown config key %q", key)
+	}
+	if err := s(c, strings.TrimSpace(value)); err != nil {
+		return fmt.Errorf("namesrv: config key %s: %w", key, err)
+	}
+	return nil
+}
+
+// LoadConfig reads a Java properties file over DefaultConfig. Unknown keys are returned
+// as warnings; a bad value or an invalid result is an error naming the key.
+func LoadConfig(path string) (Config, []string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("namesrv: config file: %w", err)
+	}
+	defer f.Close()
+	cfg := DefaultConfig()
+	warnings, err := cfg.ReadProperties(f)
+	if err != nil {
+		return Config{}, warnings, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return cfg, warnings, cfg.Validate()
+}
+
+// ReadProperties applies key=value lines ("key: value" and "key value" too; # and !
+// start comments). It returns one warning per unknown key.
+func (c *Config) ReadProperties(r io.Reader) ([]string, error) {
+	var warnings []string
+	sc := bufio.NewScanner(r)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		i := strings.IndexAny(line, "=: \t")
+		key, value := line, ""
+		if i >= 0 {
+			key = line[:i]
+			value = strings.TrimSpace(line[i+1:])
+			// "key = value": the separator may follow blanks.
+			if (line[i] == ' ' || line[i] == '\t') && value != "" && (value[0] == '=' || value[0] == ':') {
+				value = strings.TrimSpace(value[1:])
+			}
+		}
+		if _, ok := configKeys[key]; !ok {
+			warnings = append(warnings, fmt.Sprintf("line %d: unknown config key %q ignored", lineNo, key))
+			continue
+		}
+		if err := c.Set(key, value); err != nil {
+			return warnings, fmt.Errorf("%w (line %d)", err, lineNo)
+		}
+	}
+	return warnings, sc.Err()
+}
+
+// Properties renders the effective settings as key=value lines, sorted by key: the form
+// of `namesrv -p` and of GET_NAMESRV_CONFIG's body.
+func (c *Config) Properties() string {
+	kv := map[string]string{
+		"rocketmqHome":                c.RocketmqHome,
+		"kvConfigPath":                c.KVConfigPath,
+		"configStorePath":             c.ConfigStorePath,
+		"productEnvName":              c.ProductEnvName,
+		"clusterTest":                 strconv.FormatBool(c.ClusterTest),
+		"orderMessageEnable":          strconv.FormatBool(c.OrderMessageEnable),
+		"bindAddress":                 c.BindAddress,
+		"listenPort":                  strconv.Itoa(c.ListenPort),
+		"serverWorkerThreads":         strconv.Itoa(c.ServerWorkerThreads),
+		"scanNotActiveBrokerInterval": strconv.FormatInt(c.ScanNotActiveBrokerInterval.Milliseconds(), 10),
+		"brokerChannelExpiredTime":    strconv.FormatInt(c.BrokerChannelExpiredTime.Milliseconds(), 10),
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		b.WriteString(k + "=" + kv[k] + "\n")
+	}
+	return b.String()
+}
+
+// Keys returns the accepted config keys, sorted.
+func Keys() []string {
+	keys := make([]string, 0, len(configKeys))
+	for k := range configKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

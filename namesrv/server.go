@@ -1,0 +1,147 @@
+package namesrv
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// NameServer is a RocketMQ 4.x name server: brokers register their topics with it and
+// clients ask it for routes. Several run side by side without sharing anything.
+type NameServer struct {
+	cfg    Config
+	log    *slog.Logger
+	routes *routeTable
+	kv     *kvStore
+	srv    *remoting.Server
+
+	mu       sync.Mutex
+	listener net.Listener
+	stop     chan struct{}
+	scanDone chan struct{}
+}
+
+// New validates cfg, loads the KV config store and registers the request handlers. It
+// does not listen yet: call Start.
+func New(cfg Config) (*NameServer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	kv, warnings, err := openKVStore(cfg.KVConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, stop: make(chan struct{})}
+	n.srv = remoting.NewServer(remoting.ServerConfig{Logger: log, OnClose: n.onClose})
+	pool := n.srv.NewPool("namesrv", cfg.ServerWorkerThreads, 10000)
+	for code, h := range n.routesHandlers() {
+		n.srv.Handle(code, h.adapt(), pool)
+	}
+	return n, nil
+}
+
+// Start listens on BindAddress:ListenPort and starts the liveness scan.
+func (n *NameServer) Start() error {
+	addr := net.JoinHostPort(n.cfg.BindAddress, strconv.Itoa(n.cfg.ListenPort))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return n.Serve(l)
+}
+
+// Serve is Start on a listener the caller opened. It returns at once.
+func (n *NameServer) Serve(l net.Listener) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.listener != nil {
+		l.Close()
+		return errors.New("namesrv: already started")
+	}
+	n.listener = l
+	n.scanDone = make(chan struct{})
+	go n.srv.Serve(l)
+	go n.scanLoop()
+	n.log.Info("name server listening", "addr", l.Addr().String())
+	return nil
+}
+
+// Addr returns a dialable address of the listener ("" before Start): a wildcard listen
+// address is reported as 127.0.0.1, so brokers and clients on this host can use it as is.
+func (n *NameServer) Addr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.listener == nil {
+		return ""
+	}
+	ta, ok := n.listener.Addr().(*net.TCPAddr)
+	if !ok {
+		return n.listener.Addr().String()
+	}
+	if ta.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
+	return ta.String()
+}
+
+// Shutdown stops the scan, finishes the requests in flight (or gives up when ctx ends)
+// and closes every connection. KV changes are already on disk.
+func (n *NameServer) Shutdown(ctx context.Context) error {
+	n.mu.Lock()
+	started := n.listener != nil
+	select {
+	case <-n.stop:
+	default:
+		close(n.stop)
+	}
+	n.mu.Unlock()
+	err := n.srv.Shutdown(ctx)
+	if started {
+		<-n.scanDone
+	}
+	return err
+}
+
+// scanLoop drops brokers that stopped re-registering, like Java's scanNotActiveBroker.
+func (n *NameServer) scanLoop() {
+	defer close(n.scanDone)
+	t := time.NewTicker(n.cfg.ScanNotActiveBrokerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case now := <-t.C:
+			n.scanNotActiveBrokers(now)
+		}
+	}
+}
+
+func (n *NameServer) scanNotActiveBrokers(now time.Time) {
+	for addr, conn := range n.routes.expire(now.Add(-n.cfg.BrokerChannelExpiredTime)) {
+		n.log.Warn("broker expired: no registration within the timeout", "addr", addr, "timeout", n.cfg.BrokerChannelExpiredTime)
+		if conn != nil {
+			conn.Close()
+		}
+	}
+}
+
+// onClose forgets the broker that registered over a closed connection.
+func (n *NameServer) onClose(conn *remoting.Conn) {
+	for _, addr := range n.routes.removeConn(conn) {
+		n.log.Info("broker connection closed, broker removed", "addr", addr, "remote", conn.RemoteAddr())
+	}
+}

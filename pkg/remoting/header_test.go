@@ -1,0 +1,128 @@
+package remoting
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type pullHeader struct {
+	ConsumerGroup string `rmq:"consumerGroup,required"`
+	QueueID       int32  `rmq:"queueId,required"`
+	QueueOffset   int64  `rmq:"queueOffset"`
+	Suspend       bool   `rmq:"suspend"`
+	SubVersion    *int64 `rmq:"subVersion"`
+	ExpressionTag *string
+}
+
+func TestHeaderRoundTrip(t *testing.T) {
+	sub := int64(1700000000000)
+	in := pullHeader{ConsumerGroup: "g", QueueID: -1, QueueOffset: 1 << 40, Suspend: true, SubVersion: &sub}
+	fields := EncodeHeader(&in)
+	want := map[string]string{"consumerGroup": "g", "queueId": "-1", "queueOffset": "1099511627776", "suspend": "true", "subVersion": "1700000000000"}
+	if !reflect.DeepEqual(fields, want) {
+		t.Fatalf("EncodeHeader = %v, want %v", fields, want)
+	}
+	if got := EncodeHeader(pullHeader{ConsumerGroup: "g"}); got["subVersion"] != "" || len(got) != 4 {
+		t.Errorf("nil pointer encoded: %v", got)
+	}
+	var out pullHeader
+	if err := DecodeHeader(&Command{ExtFields: fields}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, in) {
+		t.Fatalf("DecodeHeader = %+v, want %+v", out, in)
+	}
+}
+
+func TestDecodeHeaderValues(t *testing.T) {
+	for _, tc := range []struct {
+		fields map[string]string
+		check  func(pullHeader) bool
+	}{
+		{map[string]string{"consumerGroup": "g", "queueId": " 7 "}, func(h pullHeader) bool { return h.QueueID == 7 }},
+		{map[string]string{"consumerGroup": "g", "queueId": "0", "suspend": "TRUE"}, func(h pullHeader) bool { return h.Suspend }},
+		{map[string]string{"consumerGroup": "g", "queueId": "0", "suspend": "yes"}, func(h pullHeader) bool { return !h.Suspend }},
+		{map[string]string{"consumerGroup": "", "queueId": "0"}, func(h pullHeader) bool { return h.SubVersion == nil }},
+	} {
+		var h pullHeader
+		if err := DecodeHeader(&Command{ExtFields: tc.fields}, &h); err != nil || !tc.check(h) {
+			t.Errorf("%v decoded as %+v, %v", tc.fields, h, err)
+		}
+	}
+}
+
+func TestDecodeHeaderErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fields map[string]string
+		field  string
+	}{
+		{"missing required string", map[string]string{"queueId": "1"}, "<consumerGroup> is null"},
+		{"missing required int", map[string]string{"consumerGroup": "g"}, "<queueId> is null"},
+		{"not a number", map[string]string{"consumerGroup": "g", "queueId": "one"}, "<queueId> is invalid"},
+		{"out of range for int32", map[string]string{"consumerGroup": "g", "queueId": "2147483648"}, "<queueId> is invalid"},
+		{"bad optional pointer", map[string]string{"consumerGroup": "g", "queueId": "1", "subVersion": "x"}, "<subVersion> is invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h pullHeader
+			err := DecodeHeader(&Command{ExtFields: tc.fields}, &h)
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("DecodeHeader error %v, want one containing %q", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestDecodeHeaderBadDestination(t *testing.T) {
+	type unexported struct {
+		topic string `rmq:"topic"`
+	}
+	type unsupported struct {
+		Ratio float64 `rmq:"ratio"`
+	}
+	c := &Command{ExtFields: map[string]string{"topic": "t", "ratio": "0.5"}}
+	for _, tc := range []struct {
+		name string
+		dst  any
+		want string
+	}{
+		{"struct value", pullHeader{}, "pointer to a struct"},
+		{"nil pointer", (*pullHeader)(nil), "pointer to a struct"},
+		{"pointer to int", new(int), "pointer to a struct"},
+		{"unexported field", &unexported{}, "topic"},
+		{"unsupported kind", &unsupported{}, "<ratio>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := DecodeHeader(c, tc.dst)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("DecodeHeader error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEncodeHeaderPanicNamesTheField(t *testing.T) {
+	type unsupported struct {
+		Topic string  `rmq:"topic"`
+		Ratio float64 `rmq:"ratio"`
+	}
+	for _, tc := range []struct {
+		name string
+		src  any
+		want string
+	}{
+		{"unsupported kind", unsupported{}, "Ratio (ratio)"},
+		{"not a struct", 42, "not int"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				p := recover()
+				if msg, _ := p.(string); !strings.Contains(msg, tc.want) {
+					t.Fatalf("panic %v, want one containing %q", p, tc.want)
+				}
+			}()
+			EncodeHeader(tc.src)
+		})
+	}
+}

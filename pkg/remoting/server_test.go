@@ -1,0 +1,347 @@
+package remoting
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// logBuffer collects a test server's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type testServer struct {
+	*Server
+	addr string
+	logs *logBuffer
+}
+
+// startServer serves on a loopback port until the test ends. setup registers handlers.
+func startServer(t *testing.T, cfg ServerConfig, setup func(*Server)) *testServer {
+	t.Helper()
+	logs := &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := NewServer(cfg)
+	if setup != nil {
+		setup(s)
+	}
+	l, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return &testServer{Server: s, addr: l.Addr().String(), logs: logs}
+}
+
+func newTestClient(t *testing.T) *Client {
+	t.Helper()
+	cl := NewClient(ClientConfig{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// echo answers with the request's fields and body.
+var echo = HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+	resp := req.NewResponse(Success, "")
+	resp.ExtFields = req.ExtFields
+	resp.Body = req.Body
+	return resp
+})
+
+// rawConn is a plain TCP connection for writing arbitrary bytes at a server.
+type rawConn struct {
+	t  *testing.T
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t: t, nc: nc, r: bufio.NewReader(nc)}
+}
+
+func (c *rawConn) write(b []byte) {
+	c.t.Helper()
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+func (c *rawConn) send(cmd *Command) {
+	c.t.Helper()
+	frame, err := Encode(cmd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.write(frame)
+}
+
+// read returns the next command the server sent, or the read error.
+func (c *rawConn) read() (*Command, error) {
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	frame, err := ReadFrame(c.r, DefaultMaxFrameSize)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(frame)
+}
+
+func (c *rawConn) mustRead() *Command {
+	c.t.Helper()
+	cmd, err := c.read()
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	return cmd
+}
+
+// roundTrip sends a request for code and checks that its answer has the same opaque.
+func (c *rawConn) roundTrip(code int16) *Command {
+	c.t.Helper()
+	req := NewRequest(code, nil, nil)
+	c.send(req)
+	resp := c.mustRead()
+	if !resp.IsResponse() || resp.Opaque != req.Opaque {
+		c.t.Fatalf("answer to opaque %d: %v", req.Opaque, resp)
+	}
+	return resp
+}
+
+func TestUnknownCodeAnswersNotSupported(t *testing.T) {
+	srv := startServer(t, ServerConfig{}, func(s *Server) { s.Handle(HeartBeat, echo, nil) })
+	cl := newTestClient(t)
+	for _, ser := range []SerializeType{JSON, Binary} {
+		req := NewRequest(9999, nil, nil)
+		req.Serialize = ser
+		resp, err := cl.Invoke(testContext(t), srv.addr, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Code != RequestCodeNotSupported || !strings.Contains(resp.Remark, "9999") || !strings.Contains(resp.Remark, "not supported") {
+			t.Errorf("%v: unknown code answered %v", ser, resp)
+		}
+		if resp.Serialize != ser {
+			t.Errorf("answer to a %v request came in %v", ser, resp.Serialize)
+		}
+	}
+}
+
+func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
+	const maxFrame = 1024
+	frame := func(mark uint32, header string) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(4+len(header)))
+		b = binary.BigEndian.AppendUint32(b, mark)
+		return append(b, header...)
+	}
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+		log   string
+	}{
+		{"oversize frame", binary.BigEndian.AppendUint32(nil, maxFrame+1), "exceeds the maximum"},
+		{"oversize 16 MiB frame", binary.BigEndian.AppendUint32(nil, 1<<31), "exceeds the maximum"},
+		{"frame shorter than its header length field", []byte{0, 0, 0, 2, 0, 0}, "shorter than its header length"},
+		{"header length beyond the frame", frame(200, `{"code":34}`), "header length exceeds the frame"},
+		{"garbage JSON header", frame(12, `{"code":34,"`), "undecodable header"},
+		{"binary header cut short", frame(1<<24|8, "\x00\x22\x00\x01\xb1\x00\x00\x00"), "undecodable header"},
+		{"binary extFields past the header", frame(1<<24|21, "\x00\x22\x00\x01\xb1\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x09"), "undecodable header"},
+		{"unknown serialize type", frame(3<<24|2, "{}"), "unknown header serialize type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, ServerConfig{MaxFrameSize: maxFrame}, func(s *Server) { s.Handle(HeartBeat, echo, nil) })
+			good := dialRaw(t, srv.addr)
+			good.roundTrip(HeartBeat)
+
+			bad := dialRaw(t, srv.addr)
+			bad.roundTrip(HeartBeat) // a healthy connection first, then it sends garbage
+			bad.write(tc.bytes)
+			if cmd, err := bad.read(); !errors.Is(err, io.EOF) && !isConnReset(err) {
+				t.Fatalf("after %s the server sent %v, %v; want the connection closed", tc.name, cmd, err)
+			}
+			if logs := srv.logs.String(); !strings.Contains(logs, "closing connection after a malformed frame") || !strings.Contains(logs, tc.log) {
+				t.Errorf("log does not report %q:\n%s", tc.log, logs)
+			}
+
+			good.roundTrip(HeartBeat)
+			dialRaw(t, srv.addr).roundTrip(HeartBeat)
+		})
+	}
+}
+
+func isConnReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && strings.Contains(op.Err.Error(), "reset")
+}
+
+func TestFullPoolAnswersSystemBusy(t *testing.T) {
+	started := make(chan struct{}, 4)
+	release := make(chan struct{})
+	srv := startServer(t, ServerConfig{}, func(s *Server) {
+		pool := s.NewPool("send", 1, 1)
+		s.Handle(SendMessage, HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+			started <- struct{}{}
+			<-release
+			return req.NewResponse(Success, "")
+		}), pool)
+		s.Handle(PullMessage, echo, nil) // another pool is not affected
+	})
+	c := dialRaw(t, srv.addr)
+	first := NewRequest(SendMessage, nil, nil)
+	c.send(first)
+	<-started // the only worker is busy
+	queued := NewRequest(SendMessage, nil, nil)
+	c.send(queued) // fills the queue of one
+	refused := NewRequest(SendMessage, nil, nil)
+	c.send(refused)
+	resp := c.mustRead()
+	if resp.Opaque != refused.Opaque || resp.Code != SystemBusy || !strings.Contains(resp.Remark, "send") {
+		t.Fatalf("third request answered %v; want SYSTEM_BUSY naming the pool", resp)
+	}
+	if resp := c.roundTrip(PullMessage); resp.Code != Success {
+		t.Fatalf("request on the default pool answered %v", resp)
+	}
+	close(release)
+	got := map[int32]int16{}
+	for range 2 {
+		resp := c.mustRead()
+		got[resp.Opaque] = resp.Code
+	}
+	if got[first.Opaque] != Success || got[queued.Opaque] != Success {
+		t.Fatalf("after release: %v", got)
+	}
+}
+
+func TestShutdownFinishesInFlightRequest(t *testing.T) {
+	started := make(chan struct{})
+	finish := make(chan struct{})
+	logs := &logBuffer{}
+	s := NewServer(ServerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s.Handle(SendMessage, HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+		close(started)
+		<-finish
+		return req.NewResponse(Success, "stored")
+	}), nil)
+	s.Handle(HeartBeat, echo, nil)
+	l, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, l.Addr().String())
+	req := NewRequest(SendMessage, nil, nil)
+	c.send(req)
+	<-started
+
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(testContext(t)) }()
+	// Until the handler returns, Shutdown waits and the connection stays open; once
+	// Shutdown has begun, new requests are refused.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp := c.roundTrip(HeartBeat)
+		if resp.Code == ServiceNotAvailable {
+			break
+		}
+		if resp.Code != Success || time.Now().After(deadline) {
+			t.Fatalf("heartbeat during Shutdown answered %v", resp)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-shutdown:
+		t.Fatalf("Shutdown returned %v before the in-flight request finished", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := net.DialTimeout("tcp", l.Addr().String(), time.Second); err == nil {
+		t.Errorf("Shutdown still accepts connections")
+	}
+
+	close(finish)
+	resp := c.mustRead()
+	if resp.Opaque != req.Opaque || resp.Code != Success || resp.Remark != "stored" {
+		t.Fatalf("in-flight request answered %v", resp)
+	}
+	if err := <-shutdown; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := c.read(); err == nil {
+		t.Fatalf("connection still open after Shutdown")
+	}
+}
+
+// flakyListener fails its first Accept the way a process out of file descriptors does.
+type flakyListener struct {
+	net.Listener
+	failed atomic.Bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed.Swap(true) {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: errors.New("too many open files")}
+	}
+	return l.Listener.Accept()
+}
+
+func TestServeSurvivesAcceptError(t *testing.T) {
+	logs := &logBuffer{}
+	s := NewServer(ServerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s.Handle(HeartBeat, echo, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(&flakyListener{Listener: l}) }()
+	if resp := dialRaw(t, l.Addr().String()).roundTrip(HeartBeat); resp.Code != Success {
+		t.Fatalf("after an accept error: %v", resp)
+	}
+	if !strings.Contains(logs.String(), "too many open files") {
+		t.Errorf("accept error not logged:\n%s", logs)
+	}
+	if err := s.Shutdown(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Serve returned %v after Shutdown, want net.ErrClosed", err)
+	}
+}

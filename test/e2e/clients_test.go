@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+var instanceSeq atomic.Int64
+
+func instance(prefix string) string { return fmt.Sprintf("%s-%d", prefix, instanceSeq.Add(1)) }
+
+func newProducer(t *testing.T, group string) rocketmq.Producer {
+	t.Helper()
+	p, err := rocketmq.NewProducer(
+		producer.WithNameServer([]string{namesrvAddr}),
+		producer.WithGroupName(group),
+		producer.WithInstanceName(instance("p")),
+		producer.WithRetry(2),
+		producer.WithSendMsgTimeout(5*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown() })
+	return p
+}
+
+// collector gathers what a push consumer receives, by body.
+type collector struct {
+	mu       sync.Mutex
+	msgs     map[string]*primitive.MessageExt
+	count    int // deliveries, duplicates included
+	received []time.Time
+	onMsg    func(*primitive.MessageExt)
+}
+
+func newCollector() *collector { return &collector{msgs: map[string]*primitive.MessageExt{}} }
+
+func (c *collector) consume(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		c.msgs[string(m.Body)] = m
+		c.count++
+		c.received = append(c.received, now)
+		if c.onMsg != nil {
+			c.onMsg(m)
+		}
+	}
+	return consumer.ConsumeSuccess, nil
+}
+
+func (c *collector) distinct() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.msgs)
+}
+
+func (c *collector) deliveries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
+}
+
+func (c *collector) has(body string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.msgs[body]
+	return ok
+}
+
+type pushOpts struct {
+	from      consumer.ConsumeFromWhere
+	broadcast bool
+	selector  string
+	collector *collector
+}
+
+// startPush starts a push consumer of group on topic; it is shut down at the test's end
+// unless the caller shuts it down first.
+func startPush(t *testing.T, group, topic string, o pushOpts) (rocketmq.PushConsumer, *collector) {
+	t.Helper()
+	if o.collector == nil {
+		o.collector = newCollector()
+	}
+	if o.selector == "" {
+		o.selector = "*"
+	}
+	model := consumer.Clustering
+	if o.broadcast {
+		model = consumer.BroadCasting
+	}
+	c, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{namesrvAddr}),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(instance("c")),
+		consumer.WithConsumeFromWhere(o.from),
+		consumer.WithConsumerModel(model),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: o.selector}, o.collector.consume); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { c.Shutdown() }) })
+	return c, o.collector
+}
+
+func msg(topic, body, tag string) *primitive.Message {
+	m := primitive.NewMessage(topic, []byte(body))
+	if tag != "" {
+		m.WithTag(tag)
+	}
+	m.WithKeys([]string{"key-" + body})
+	m.WithProperty("origin", "e2e-"+body)
+	return m
+}
+
+func sendSync(t *testing.T, p rocketmq.Producer, msgs ...*primitive.Message) *primitive.SendResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := p.SendSync(ctx, msgs...)
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if res.Status != primitive.SendOK {
+		t.Fatalf("send status %v", res.Status)
+	}
+	return res
+}
+
+// consumerIDs asks the broker for a group's client ids (GET_CONSUMER_LIST_BY_GROUP).
+func consumerIDs(t *testing.T, b *brokerProc, group string) []string {
+	t.Helper()
+	resp := invoke(t, b.addr, remoting.GetConsumerListByGroup, map[string]string{"consumerGroup": group}, nil)
+	if resp.Code != remoting.Success {
+		return nil
+	}
+	var body struct {
+		ConsumerIDList []string `json:"consumerIdList"`
+	}
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		t.Fatalf("consumer list body %q: %v", resp.Body, err)
+	}
+	return body.ConsumerIDList
+}
+
+// runID tells this run's client-side files from earlier runs'.
+var runID = strconv.FormatInt(time.Now().UnixNano(), 36)
+
+func removeLocalOffsets(group string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".rocketmq_client_go", "*", group))
+	for _, d := range dirs {
+		os.RemoveAll(d)
+	}
+}
