@@ -36,7 +36,8 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 	for g := range br.Spec.Groups {
 		sts := &appsv1.StatefulSet{}
 		key := client.ObjectKey{Namespace: br.Namespace, Name: resource.BrokerGroupName(br, g)}
-		if err := r.Get(ctx, key, sts); err != nil {
+		// Not yet in the cache right after creation: counts as not started.
+		if err := r.Get(ctx, key, sts); client.IgnoreNotFound(err) != nil {
 			return 0, err
 		}
 		sets = append(sets, sts)

@@ -32,6 +32,9 @@ type ConsumerGroupReconciler struct {
 	Admin    BrokerAdmin
 	Resolver BrokerResolver
 	Recorder events.EventRecorder
+	// APIReader reads around the cache; offset changes check the applied id through it, so
+	// a cache that has not seen the last status write cannot make them apply twice.
+	APIReader client.Reader
 	// LagRefresh overrides the refresh period (tests); zero means LagRefresh.
 	LagRefresh time.Duration
 }
@@ -58,7 +61,7 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !cg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, cg, st)
 	}
-	if done, err := r.syncFinalizer(ctx, cg); done || err != nil {
+	if err := r.syncFinalizer(ctx, cg); err != nil {
 		return ctrl.Result{}, err
 	}
 	steps := []struct {
@@ -122,8 +125,9 @@ func (r *ConsumerGroupReconciler) patchStatus(ctx context.Context, cg, orig *v1a
 }
 
 // syncFinalizer adds the finalizer under deletionPolicy Delete and drops it under Retain.
-// done means the object was updated and a new reconcile will follow from the watch.
-func (r *ConsumerGroupReconciler) syncFinalizer(ctx context.Context, cg *v1alpha1.ConsumerGroup) (bool, error) {
+// The reconcile goes on afterwards: the update does not change the generation, so no watch
+// event would bring it back.
+func (r *ConsumerGroupReconciler) syncFinalizer(ctx context.Context, cg *v1alpha1.ConsumerGroup) error {
 	var changed bool
 	if cg.Spec.DeletionPolicy == v1alpha1.DeletionDelete {
 		changed = controllerutil.AddFinalizer(cg, ConsumerGroupFinalizer)
@@ -131,9 +135,9 @@ func (r *ConsumerGroupReconciler) syncFinalizer(ctx context.Context, cg *v1alpha
 		changed = controllerutil.RemoveFinalizer(cg, ConsumerGroupFinalizer)
 	}
 	if !changed {
-		return false, nil
+		return nil
 	}
-	return true, r.Update(ctx, cg)
+	return r.Update(ctx, cg)
 }
 
 // finalize removes the group from every master (deletionPolicy Delete), then the finalizer.

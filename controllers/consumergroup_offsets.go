@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
@@ -31,8 +32,14 @@ type queueKey struct {
 // master (CLONE_GROUP_OFFSET), once per id.
 func (r *ConsumerGroupReconciler) migrateOffsets(ctx context.Context, cg *v1alpha1.ConsumerGroup, st *cgState) (time.Duration, error) {
 	m := cg.Spec.OffsetMigration
-	if m == nil || (cg.Status.LastOffsetMigration != nil && cg.Status.LastOffsetMigration.ID == m.ID) {
+	applied := func(s *v1alpha1.ConsumerGroupStatus) bool {
+		return s.LastOffsetMigration != nil && s.LastOffsetMigration.ID == m.ID
+	}
+	if m == nil || applied(&cg.Status) {
 		return 0, nil
+	}
+	if done, err := r.appliedFresh(ctx, cg, applied); done || err != nil {
+		return 0, err
 	}
 	before, after := map[queueKey]int64{}, map[queueKey]int64{}
 	for _, name := range slices.Sorted(maps.Keys(st.masters)) {
@@ -59,8 +66,14 @@ func (r *ConsumerGroupReconciler) migrateOffsets(ctx context.Context, cg *v1alph
 // one topic or for every topic the group has offsets for on each master.
 func (r *ConsumerGroupReconciler) resetOffsets(ctx context.Context, cg *v1alpha1.ConsumerGroup, st *cgState) (time.Duration, error) {
 	rs := cg.Spec.OffsetReset
-	if rs == nil || (cg.Status.LastOffsetReset != nil && cg.Status.LastOffsetReset.ID == rs.ID) {
+	applied := func(s *v1alpha1.ConsumerGroupStatus) bool {
+		return s.LastOffsetReset != nil && s.LastOffsetReset.ID == rs.ID
+	}
+	if rs == nil || applied(&cg.Status) {
 		return 0, nil
+	}
+	if done, err := r.appliedFresh(ctx, cg, applied); done || err != nil {
+		return 0, err
 	}
 	ts := resetTimestamp(rs)
 	before, after := map[queueKey]int64{}, map[queueKey]int64{}
@@ -89,6 +102,26 @@ func (r *ConsumerGroupReconciler) resetOffsets(ctx context.Context, cg *v1alpha1
 	r.Recorder.Eventf(cg, nil, corev1.EventTypeNormal, "OffsetsReset", "ResetOffset",
 		"reset %s: %d queue(s) of group %s moved to %s", rs.ID, len(after), st.group, describeTarget(rs))
 	return 0, nil
+}
+
+// appliedFresh re-reads the status from the API server, not the cache, and says whether
+// the change was applied already; if so it copies the fresh record into cg.
+func (r *ConsumerGroupReconciler) appliedFresh(ctx context.Context, cg *v1alpha1.ConsumerGroup,
+	applied func(*v1alpha1.ConsumerGroupStatus) bool) (bool, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	fresh := &v1alpha1.ConsumerGroup{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(cg), fresh); err != nil {
+		return false, err
+	}
+	if !applied(&fresh.Status) {
+		return false, nil
+	}
+	cg.Status.LastOffsetReset = fresh.Status.LastOffsetReset
+	cg.Status.LastOffsetMigration = fresh.Status.LastOffsetMigration
+	return true, nil
 }
 
 // resetTimestamp maps the target to the broker's timestamp argument.

@@ -46,8 +46,10 @@ func (r *NameServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, joinErr(err, r.Status().Patch(ctx, ns, client.MergeFrom(orig)))
 	}
 
+	// The cache may not hold a StatefulSet created a moment ago; its watch event will
+	// bring us back, so read it as not started yet.
 	sts := &appsv1.StatefulSet{}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(ns), sts); err != nil {
+	if err := r.Get(ctx, client.ObjectKeyFromObject(ns), sts); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
 	ns.Status.Replicas = ns.Spec.Replicas

@@ -18,7 +18,7 @@ func SetupAll(mgr ctrl.Manager, admin BrokerAdmin) error {
 		return err
 	}
 	return (&ConsumerGroupReconciler{Client: c, Admin: admin, Resolver: StatusResolver{},
-		Recorder: rec}).SetupWithManager(mgr)
+		Recorder: rec, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 }
 
 // ErrAdminUnavailable is returned by UnavailableAdmin.

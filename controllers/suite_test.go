@@ -75,7 +75,8 @@ var _ = BeforeSuite(func() {
 	Expect((&BrokerReconciler{Client: mgr.GetClient(), Scheme: scheme, Admin: admin,
 		Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&ConsumerGroupReconciler{Client: mgr.GetClient(), Admin: admin,
-		Resolver: StatusResolver{}, Recorder: rec, LagRefresh: time.Second}).SetupWithManager(mgr)).To(Succeed())
+		Resolver: StatusResolver{}, Recorder: rec, APIReader: mgr.GetAPIReader(),
+		LagRefresh: time.Second}).SetupWithManager(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())

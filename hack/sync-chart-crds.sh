@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Copies the generated CRDs (config/crd/bases, written by `make manifests`) into the Helm
-# chart's crds/ folder, so the chart always installs the same schema as kustomize.
+# Copies what `make manifests` generates into the Helm chart, so the chart installs the same
+# schema and permissions as kustomize:
+#   config/crd/bases/*.yaml  -> charts/rocketmq-operator/crds/
+#   config/rbac/role.yaml    -> charts/rocketmq-operator/files/manager-role.yaml
 #
 #   hack/sync-chart-crds.sh          # copy
-#   hack/sync-chart-crds.sh --check  # exit 1 if the chart's copy is stale
+#   hack/sync-chart-crds.sh --check  # exit 1 if the chart's copies are stale
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-src="$root/config/crd/bases"
-dst="$root/charts/rocketmq-operator/crds"
+chart="$root/charts/rocketmq-operator"
 
 if [[ "${1:-}" == "--check" ]]; then
-  diff -r "$src" "$dst" >/dev/null || { echo "chart CRDs are stale: run make manifests" >&2; exit 1; }
+  diff -r "$root/config/crd/bases" "$chart/crds" >/dev/null &&
+    diff "$root/config/rbac/role.yaml" "$chart/files/manager-role.yaml" >/dev/null ||
+    { echo "chart copies are stale: run make manifests" >&2; exit 1; }
   exit 0
 fi
-mkdir -p "$dst"
-rm -f "$dst"/*.yaml
-cp "$src"/*.yaml "$dst"/
+mkdir -p "$chart/crds" "$chart/files"
+rm -f "$chart/crds"/*.yaml
+cp "$root/config/crd/bases"/*.yaml "$chart/crds/"
+cp "$root/config/rbac/role.yaml" "$chart/files/manager-role.yaml"

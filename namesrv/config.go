@@ -23,8 +23,9 @@ type Config struct {
 	ConfigStorePath string // accepted for compatibility; not written
 	ProductEnvName  string
 	ClusterTest     bool
-	// OrderMessageEnable is accepted for compatibility. Routes carry orderTopicConf
-	// whenever the ORDER_TOPIC_CONFIG namespace has the topic, enabled or not.
+	// OrderMessageEnable makes routes carry orderTopicConf from the ORDER_TOPIC_CONFIG
+	// namespace. Off by default, as in Java: a Java producer that sees orderTopicConf
+	// builds the topic's queues from it instead of from queueDatas.
 	OrderMessageEnable bool
 
 	BindAddress         string // "" or 0.0.0.0 listens on every interface

@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,7 +51,17 @@ func TestKVConfigPersistsAcrossRestart(t *testing.T) {
 }
 
 func TestOrderTopicConf(t *testing.T) {
-	ns := startNameServer(t, testConfig(t.TempDir()))
+	for _, enabled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("orderMessageEnable=%v", enabled), func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.OrderMessageEnable = enabled
+			testOrderTopicConf(t, cfg)
+		})
+	}
+}
+
+func testOrderTopicConf(t *testing.T, cfg Config) {
+	ns := startNameServer(t, cfg)
 	cl := newClient(t)
 	mustSucceed(t, invoke(t, cl, ns.Addr(), remoting.PutKVConfig, &protocol.PutKVConfigRequestHeader{
 		Namespace: protocol.NamespaceOrderTopicConfig, Key: "OrderT", Value: "broker-a:4"}, nil))
@@ -58,8 +69,12 @@ func TestOrderTopicConf(t *testing.T) {
 	if string(resp.Body) != `{"table":{"OrderT":"broker-a:4"}}` {
 		t.Errorf("register response body = %s", resp.Body)
 	}
-	if rd, _ := getRoute(t, cl, ns.Addr(), "OrderT"); rd.OrderTopicConf != "broker-a:4" {
-		t.Errorf("orderTopicConf = %q", rd.OrderTopicConf)
+	want := ""
+	if cfg.OrderMessageEnable {
+		want = "broker-a:4" // Java adds it only when orderMessageEnable is on
+	}
+	if rd, _ := getRoute(t, cl, ns.Addr(), "OrderT"); rd.OrderTopicConf != want {
+		t.Errorf("orderTopicConf = %q, want %q", rd.OrderTopicConf, want)
 	}
 	if _, resp := getRoute(t, cl, ns.Addr(), "Plain"); string(resp.Body) == "" || containsKey(resp.Body, "orderTopicConf") {
 		t.Errorf("plain topic route = %s", resp.Body)

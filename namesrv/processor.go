@@ -140,8 +140,10 @@ func (n *NameServer) getRouteInfoByTopic(_ *remoting.Conn, req *remoting.Command
 	if rd == nil {
 		return req.NewResponse(remoting.TopicNotExist, "No topic route info in name server for the topic: "+h.Topic), nil
 	}
-	if conf, found := n.kv.get(protocol.NamespaceOrderTopicConfig, h.Topic); found {
-		rd.OrderTopicConf = conf
+	if n.cfg.OrderMessageEnable {
+		if conf, found := n.kv.get(protocol.NamespaceOrderTopicConfig, h.Topic); found {
+			rd.OrderTopicConf = conf
+		}
 	}
 	return ok(req, protocol.MustEncode(rd)), nil
 }

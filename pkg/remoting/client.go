@@ -87,7 +87,7 @@ func (cl *Client) InvokeOneway(ctx context.Context, addr string, req *Command) e
 	if err != nil {
 		return err
 	}
-	return c.InvokeOneway(req)
+	return c.InvokeOnewayContext(ctx, req)
 }
 
 // Conn returns the open connection to addr, dialing one when there is none. Concurrent
@@ -164,10 +164,7 @@ func (cl *Client) dispatch(c *Conn, req *Command) {
 			resp = req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
 		}
 		if resp != nil && !req.IsOneway() {
-			prepareResponse(req, resp)
-			if err := c.Send(resp); err != nil {
-				cl.log.Debug("cannot send response", "remote", c.RemoteAddr(), "err", err)
-			}
+			sendResponse(cl.log, c, req, resp)
 		}
 	}()
 }

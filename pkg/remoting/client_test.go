@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,6 +191,25 @@ func TestServerCallsClientBack(t *testing.T) {
 		if resp.Code != tc.want || resp.Remark == "" {
 			t.Errorf("code %d answered %v, want code %d with a remark", tc.code, resp, tc.want)
 		}
+	}
+}
+
+func TestUnencodableResponseAnswersSystemError(t *testing.T) {
+	srv := startServer(t, ServerConfig{}, func(s *Server) {
+		s.Handle(GetKVConfig, HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+			resp := req.NewResponse(Success, "")
+			resp.SetField(strings.Repeat("k", 1<<15), "v") // too long a key for the binary header
+			return resp
+		}), nil)
+	})
+	req := NewRequest(GetKVConfig, nil, nil)
+	req.Serialize = Binary
+	resp, err := newTestClient(t).Invoke(testContext(t), srv.addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != SystemError || !strings.Contains(resp.Remark, "too long") {
+		t.Fatalf("unencodable response replaced by %v", resp)
 	}
 }
 

@@ -229,6 +229,14 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 func decodeJSONHeader(b []byte) (*Command, error) {
+	if c, ok := decodeJSONHeaderFast(b); ok {
+		return c, nil
+	}
+	return decodeJSONHeaderStd(b)
+}
+
+// decodeJSONHeaderStd decodes any JSON header with encoding/json.
+func decodeJSONHeaderStd(b []byte) (*Command, error) {
 	var h jsonHeader
 	if err := json.Unmarshal(b, &h); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)

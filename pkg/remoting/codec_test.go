@@ -57,9 +57,9 @@ var sendHeaderFields = map[string]string{
 var fixtures = []struct {
 	name string
 	want Command
-	// exact: Encode(want) reproduces the fixture byte for byte. Our JSON differs from
-	// other encoders in key order and optional keys, and multi-field binary headers
-	// from the Go client follow its map order, so only these are compared as bytes.
+	// exact: Encode(want) reproduces the fixture byte for byte. Other encoders write
+	// extFields in map order (Go's random, Java's HashMap) and the Go client's JSON
+	// has other keys, so only these are compared as bytes.
 	exact bool
 }{
 	{
@@ -99,6 +99,7 @@ var fixtures = []struct {
 		name: "java_json_send",
 		want: Command{Code: SendMessageV2, Language: Java, Version: 433, Opaque: 42,
 			ExtFields: sendHeaderFields, Body: []byte("Hello RocketMQ 0"), Serialize: JSON},
+		exact: true, // our JSON is fastjson's when HashMap order is sorted order
 	},
 	{
 		name: "java_json_response",
@@ -397,5 +398,58 @@ func TestEncodeJSONHeaderMatchesMarshal(t *testing.T) {
 			b[i] = byte(rng.IntN(256))
 		}
 		checkJSONHeaderMatchesMarshal(t, &Command{Remark: string(b), ExtFields: map[string]string{string(b): string(b[len(b)/2:])}})
+	}
+}
+
+func TestJSONFastPath(t *testing.T) {
+	// Every JSON header we have seen from a client takes the fast path.
+	for _, fx := range fixtures {
+		if fx.want.Serialize != JSON {
+			continue
+		}
+		raw := readFixture(t, fx.name)
+		header := raw[8 : 8+binary.BigEndian.Uint32(raw[4:])&maxHeaderLength]
+		if !checkJSONFastPath(t, header) {
+			t.Errorf("%s: fast path refused it", fx.name)
+		}
+	}
+	for _, tc := range []struct {
+		header string
+		fast   bool // whether the fast path takes it; either way the result is encoding/json's
+	}{
+		{`{}`, true},
+		{` { "code" : -0 , "flag":2147483647,"opaque":-2147483648 } `, true},
+		{`{"code":1,"language":null,"remark":null,"extFields":null,"serializeTypeCurrentRPC":null}`, true},
+		{`{"language":12}`, true},
+		{`{"language":255}`, true},
+		{`{"remark":"\"\\\/\b\f\n\r\t\u0041\u00e9\u4e0a\uFFFF"}`, true},
+		{`{"extFields":{"a":"1","a":"2"}}`, true}, // last wins, as in encoding/json
+		{`{"remark":"上海"}`, true},
+		{`{"language":256}`, false},
+		{`{"language":-0}`, false},
+		{`{"code":32768}`, false},
+		{`{"code":1.0}`, false},
+		{`{"code":1e2}`, false},
+		{`{"code":01}`, false},
+		{`{"code":null}`, false},
+		{`{"code":1,"code":2}`, false},
+		{`{"Code":1}`, false}, // encoding/json matches keys case-insensitively
+		{`{"unknown":[1,{"x":null}]}`, false},
+		{`{"remark":"\ud83d\ude00"}`, false},
+		{`{"remark":"\ud83d"}`, false},
+		{"{\"remark\":\"\xff\"}", false},
+		{"{\"remark\":\"a\tb\"}", false},
+		{`{"extFields":{"a":1}}`, false},
+		{`{"extFields":{"a":null}}`, false},
+		{`{"code":1}x`, false},
+		{`{"code":1,}`, false},
+		{`{"remark":"\x"}`, false},
+		{`{"remark":"\u12"}`, false},
+		{`{"code":1`, false},
+		{`nul`, false},
+	} {
+		if got := checkJSONFastPath(t, []byte(tc.header)); got != tc.fast {
+			t.Errorf("%s: fast path took it: %v, want %v", tc.header, got, tc.fast)
+		}
 	}
 }

@@ -162,6 +162,11 @@ func (c *Conn) deliver(resp *Command) {
 // It fails when the connection is closed; a later write error closes the connection,
 // which fails its pending invocations.
 func (c *Conn) Send(cmd *Command) error {
+	return c.send(context.Background(), cmd)
+}
+
+// send is Send that stops waiting for a slow peer when ctx ends.
+func (c *Conn) send(ctx context.Context, cmd *Command) error {
 	frame, err := Encode(cmd)
 	if err != nil {
 		return err
@@ -175,6 +180,8 @@ func (c *Conn) Send(cmd *Command) error {
 		case <-flushed:
 		case <-c.done:
 			return c.Err()
+		case <-ctx.Done():
+			return c.timeout(ctx, cmd)
 		}
 		c.writeMu.Lock()
 	}
@@ -252,7 +259,7 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Send(req); err != nil {
+	if err := c.send(ctx, req); err != nil {
 		c.unregister(req.Opaque)
 		return nil, err
 	}
@@ -264,11 +271,17 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 		return resp, nil
 	case <-ctx.Done():
 		c.unregister(req.Opaque)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w: code %d to %s", ErrTimeout, req.Code, c.RemoteAddr())
-		}
-		return nil, ctx.Err()
+		return nil, c.timeout(ctx, req)
 	}
+}
+
+// timeout is the error for req when ctx ended first: ErrTimeout past a deadline, else
+// ctx's error.
+func (c *Conn) timeout(ctx context.Context, req *Command) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: code %d to %s", ErrTimeout, req.Code, c.RemoteAddr())
+	}
+	return ctx.Err()
 }
 
 // InvokeAsync sends req and calls done with its response or error from another goroutine.
@@ -277,7 +290,7 @@ func (c *Conn) InvokeAsync(ctx context.Context, req *Command, done func(*Command
 	if err != nil {
 		return err
 	}
-	if err := c.Send(req); err != nil {
+	if err := c.send(ctx, req); err != nil {
 		c.unregister(req.Opaque)
 		return err
 	}
@@ -291,7 +304,7 @@ func (c *Conn) InvokeAsync(ctx context.Context, req *Command, done func(*Command
 			done(resp, nil)
 		case <-ctx.Done():
 			c.unregister(req.Opaque)
-			done(nil, fmt.Errorf("%w: code %d to %s", ErrTimeout, req.Code, c.RemoteAddr()))
+			done(nil, c.timeout(ctx, req))
 		}
 	}()
 	return nil
@@ -301,6 +314,13 @@ func (c *Conn) InvokeAsync(ctx context.Context, req *Command, done func(*Command
 func (c *Conn) InvokeOneway(req *Command) error {
 	req.MarkOneway()
 	return c.Send(req)
+}
+
+// InvokeOnewayContext is InvokeOneway that gives up when ctx ends while the
+// connection's send queue is full.
+func (c *Conn) InvokeOnewayContext(ctx context.Context, req *Command) error {
+	req.MarkOneway()
+	return c.send(ctx, req)
 }
 
 func (c *Conn) register(opaque int32) (chan *Command, error) {

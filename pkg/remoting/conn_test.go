@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -105,4 +106,35 @@ func TestCloseFailsPendingInvoke(t *testing.T) {
 	if c.Err() == nil || !bytes.Contains([]byte(c.Err().Error()), []byte("EOF")) {
 		t.Errorf("Err() = %v, want the EOF that closed it", c.Err())
 	}
+}
+
+func TestInvokeGivesUpOnFullSendQueue(t *testing.T) {
+	c, _ := pipeConn(t) // the peer never reads
+	for c.queuedBytes() < maxUnsentBytes {
+		if err := c.Send(&Command{Body: make([]byte, 1<<20)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	for name, invoke := range map[string]func() error{
+		"Invoke": func() error { _, err := c.Invoke(ctx, NewRequest(HeartBeat, nil, nil)); return err },
+		"InvokeAsync": func() error {
+			return c.InvokeAsync(ctx, NewRequest(HeartBeat, nil, nil), func(*Command, error) {})
+		},
+		"InvokeOnewayContext": func() error { return c.InvokeOnewayContext(ctx, NewRequest(HeartBeat, nil, nil)) },
+	} {
+		if err := invoke(); !errors.Is(err, ErrTimeout) {
+			t.Errorf("%s with a full send queue: %v, want ErrTimeout", name, err)
+		}
+	}
+	if n := c.pendingCount(); n != 0 {
+		t.Errorf("%d invocations left pending", n)
+	}
+}
+
+func (c *Conn) queuedBytes() int {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.unsent
 }

@@ -41,6 +41,9 @@ func FuzzDecodeFrame(f *testing.F) {
 }
 
 func checkDecode(t *testing.T, frame []byte) {
+	if len(frame) >= headerLenFieldSize && frame[0] == byte(JSON) {
+		checkJSONFastPath(t, frame[headerLenFieldSize:])
+	}
 	c, err := Decode(frame)
 	if err != nil {
 		if !isProtocolError(err) {
@@ -65,4 +68,22 @@ func checkDecode(t *testing.T, frame []byte) {
 	if err != nil || !bytes.Equal(enc, enc2) {
 		t.Fatalf("second encoding differs: %v\n%x\n%x", err, enc, enc2)
 	}
+}
+
+// checkJSONFastPath fails unless the fast JSON decoder, where it takes an input, agrees
+// with encoding/json. It reports whether the fast path took it.
+func checkJSONFastPath(t *testing.T, header []byte) bool {
+	t.Helper()
+	fast, ok := decodeJSONHeaderFast(header)
+	if !ok {
+		return false
+	}
+	std, err := decodeJSONHeaderStd(header)
+	if err != nil {
+		t.Fatalf("fast path took %q, which encoding/json refuses: %v", header, err)
+	}
+	if !reflect.DeepEqual(fast, std) {
+		t.Fatalf("decoding %q\n fast          %+v\n encoding/json %+v", header, fast, std)
+	}
+	return true
 }

@@ -210,10 +210,22 @@ func (s *Server) reply(c *Conn, req, resp *Command) {
 	if resp == nil || req.IsOneway() {
 		return
 	}
+	sendResponse(s.log, c, req, resp)
+}
+
+// sendResponse sends resp as the answer to req. A response that cannot be encoded
+// (a field too long for the binary header, say) is replaced by SYSTEM_ERROR, so that
+// the caller is not left waiting for its timeout.
+func sendResponse(log *slog.Logger, c *Conn, req, resp *Command) {
 	prepareResponse(req, resp)
-	if err := c.Send(resp); err != nil && !errors.Is(err, ErrClosed) {
-		s.log.Debug("cannot send response", "remote", c.RemoteAddr(), "err", err)
+	err := c.Send(resp)
+	if err == nil || errors.Is(err, ErrClosed) {
+		return
 	}
+	log.Warn("cannot encode response", "remote", c.RemoteAddr(), "code", req.Code, "err", err)
+	resp = req.NewResponse(SystemError, fmt.Sprintf("cannot encode the response to request code %d: %v", req.Code, err))
+	prepareResponse(req, resp)
+	c.Send(resp)
 }
 
 // prepareResponse makes resp answer req: same opaque, response flag set, and the

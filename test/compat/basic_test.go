@@ -31,6 +31,7 @@ const (
 const (
 	codeSuccess       = 0
 	codeTopicNotExist = 17
+	codeQueryNotFound = 22
 )
 
 // clusterInfo is GET_BROKER_CLUSTER_INFO's body (ClusterInfo).
@@ -369,6 +370,44 @@ func TestGoAdminListsTopics(t *testing.T) {
 			if !slices.Contains(list.TopicList, want) {
 				return fmt.Errorf("admin.FetchAllTopicList (206) has no %s: %v", want, list.TopicList)
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoAdminDeletesTopic: the official Go admin client's DeleteTopic removes a topic from
+// the Java broker (DELETE_TOPIC_IN_BROKER 215) and from the name server
+// (DELETE_TOPIC_IN_NAMESRV 216); the name server then no longer routes or lists it.
+func TestGoAdminDeletesTopic(t *testing.T) {
+	f := env(t)
+	adm := newAdmin(t, f)
+	topic := uniq("compat_go_delete")
+	createTopic(t, f, adm, topic, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(f.broker.Addr),
+		admin.WithNameSrvAddr([]string{f.ns.Addr}))
+	if err != nil {
+		t.Fatalf("admin.DeleteTopic(%s): %v", topic, err)
+	}
+	err = eventually(routeTimeout, 500*time.Millisecond, func() error {
+		resp, err := invokeNamesrv(t, f.ns.Addr, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic})
+		if err != nil {
+			return err
+		}
+		if resp.Code != codeTopicNotExist {
+			return fmt.Errorf("GET_ROUTEINFO_BY_TOPIC (105) of deleted topic %s: code %d, want TOPIC_NOT_EXIST (17); body %s", topic, resp.Code, resp.Body)
+		}
+		list, err := adm.FetchAllTopicList(ctx)
+		if err != nil {
+			return fmt.Errorf("admin.FetchAllTopicList: %w", err)
+		}
+		if slices.Contains(list.TopicList, topic) {
+			return fmt.Errorf("admin.FetchAllTopicList (206) still lists deleted topic %s", topic)
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@
 //	COMPAT_JAVA_CLASSPATH  classpath of the RocketMQ jars (required)
 //	COMPAT_JAVA_CLASSES    compiled Java test programs from test/compat/java/src
 //	COMPAT_JAVA            java executable (default: $JAVA_HOME/bin/java or java on PATH)
+//	COMPAT_JAVA_HEAP_MB    -Xms/-Xmx of each JVM (default 512)
 //	COMPAT_WORK_DIR        where process logs and stores go (default: a new temp dir)
 //
 // This file has no build tag so the package always compiles.

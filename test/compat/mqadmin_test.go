@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 const mqadminTimeout = 90 * time.Second
@@ -65,5 +67,45 @@ func TestJavaAdminToolThroughNamesrv(t *testing.T) {
 		if !strings.Contains(compact, want) {
 			t.Errorf("mqadmin topicRoute -t %s: no %s in:\n%s", topic, want, out)
 		}
+	}
+}
+
+// TestJavaAdminOrderConfKV: mqadmin updateOrderConf keeps a topic's order config in the
+// name server's KV store (namespace ORDER_TOPIC_CONFIG: PUT_KV_CONFIG 100, GET_KV_CONFIG 101,
+// DELETE_KV_CONFIG 102). With the default orderMessageEnable=false the name server does not
+// add it to the topic's route as orderTopicConf (a Java producer would otherwise lay out the
+// topic's queues from it instead of from the queue data).
+func TestJavaAdminOrderConfKV(t *testing.T) {
+	f := env(t)
+	topic := uniq("compat_order")
+	createTopic(t, f, newAdmin(t, f), topic, 4)
+	conf := f.broker.Name + ":4"
+
+	mqadmin(t, f, "updateOrderConf", "-t", topic, "-m", "put", "-v", conf)
+	out := mqadmin(t, f, "updateOrderConf", "-t", topic, "-m", "get")
+	if !strings.Contains(out, "orderConf=["+conf+"]") {
+		t.Errorf("mqadmin updateOrderConf -m get after put %q: want orderConf=[%s] in:\n%s", conf, conf, out)
+	}
+	r, err := invokeNamesrv(t, f.ns.Addr, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var route struct {
+		OrderTopicConf string `json:"orderTopicConf"`
+	}
+	if err := decodeJSON(r.Body, &route); err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != codeSuccess || route.OrderTopicConf != "" {
+		t.Errorf("GET_ROUTEINFO_BY_TOPIC (105) of %s with an order conf put and orderMessageEnable off (the default): code %d, orderTopicConf %q, want none (as the Java name server); body %s", topic, r.Code, route.OrderTopicConf, r.Body)
+	}
+
+	mqadmin(t, f, "updateOrderConf", "-t", topic, "-m", "delete")
+	r, err = invokeNamesrv(t, f.ns.Addr, remoting.GetKVConfig, map[string]string{"namespace": "ORDER_TOPIC_CONFIG", "key": topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != codeQueryNotFound {
+		t.Errorf("GET_KV_CONFIG (101) ORDER_TOPIC_CONFIG/%s after delete: code %d (remark %q, value %q), want QUERY_NOT_FOUND (22)", topic, r.Code, r.Remark, r.Field("value"))
 	}
 }

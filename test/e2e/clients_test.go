@@ -179,3 +179,5 @@ func removeLocalOffsets(group string) {
 		os.RemoveAll(d)
 	}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -107,7 +107,7 @@ func mapFile(f *os.File, path string, start int64, size int) (*File, error) {
 // Size is the mapping length.
 func (m *File) Size() int { return len(m.Data) }
 
-// Sync makes bytes [from, to) of the mapping durable. Pages dirtied through
+// Sync makes the mapping durable (fdatasync). Pages dirtied through
 // a shared mapping are part of the page cache, so fdatasync covers them.
 func (m *File) Sync() error {
 	if err := syscall.Fdatasync(int(m.f.Fd())); err != nil {

@@ -1,0 +1,90 @@
+package mmapfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCreateHoldDestroy(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, Name(4096))
+	f, err := Create(path, 4096, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(path) != "00000000000000004096" || f.Start != 4096 || f.Size() != 8192 {
+		t.Fatalf("name %s start %d size %d", filepath.Base(path), f.Start, f.Size())
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != 8192 {
+		t.Fatalf("file size %v %v", st, err)
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Fatal("temp file left behind")
+	}
+	copy(f.Data, "hello")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Hold() {
+		t.Fatal("Hold failed on a live file")
+	}
+	if f.TryDestroy() {
+		t.Fatal("destroyed while held")
+	}
+	if string(f.Data[:5]) != "hello" {
+		t.Fatal("mapping damaged by a refused destroy")
+	}
+	f.Release()
+	if !f.TryDestroy() {
+		t.Fatal("destroy refused with no readers")
+	}
+	if f.Hold() {
+		t.Fatal("Hold succeeded on a destroyed file")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("file still on disk: %v", err)
+	}
+}
+
+func TestCloseWaitsForReaders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), Name(0))
+	f, err := Create(path, 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(f.Data, "data")
+	f.Hold()
+	f.Close()
+	// Still mapped for the reader.
+	if string(f.Data[:4]) != "data" {
+		t.Fatal("reader lost its mapping")
+	}
+	f.Release()
+	g, err := Open(path, 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if string(g.Data[:4]) != "data" {
+		t.Fatal("data not persisted")
+	}
+}
+
+func TestZeroFrom(t *testing.T) {
+	f, err := Create(filepath.Join(t.TempDir(), Name(0)), 0, 3*4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range f.Data {
+		f.Data[i] = 7
+	}
+	if _, err := f.ZeroFrom(100); err != nil {
+		t.Fatal(err)
+	}
+	if f.Data[99] != 7 || !allZero(f.Data[100:]) {
+		t.Fatal("ZeroFrom did not zero exactly the tail")
+	}
+}

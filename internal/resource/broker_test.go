@@ -1,0 +1,112 @@
+package resource
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+)
+
+func broker() *v1alpha1.Broker {
+	return &v1alpha1.Broker{
+		ObjectMeta: metav1.ObjectMeta{Name: "rmq", Namespace: "mq", UID: "u2"},
+		Spec: v1alpha1.BrokerSpec{
+			ContainerSpec:    v1alpha1.ContainerSpec{Image: "img:1"},
+			ClusterName:      "C1",
+			Groups:           3,
+			ReplicasPerGroup: 3,
+			BrokerRole:       v1alpha1.SyncMaster,
+			FlushDiskType:    v1alpha1.SyncFlush,
+			ListenPort:       10911,
+			Config:           map[string]string{"deleteWhen": "04", "brokerName": "ignored"},
+			Storage:          v1alpha1.BrokerStorage{WhenScaled: v1alpha1.ReclaimDelete},
+		},
+	}
+}
+
+func TestBrokerObjectsPerGroup(t *testing.T) {
+	br := broker()
+	objs := build(t, (&BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}).Builders())
+	if len(objs) != 1+3*4 {
+		t.Fatalf("want the namesrv ConfigMap and 4 objects per group, got %d: %v", len(objs), objs)
+	}
+	for _, g := range []string{"a", "b", "c"} {
+		for _, k := range []string{"StatefulSet/rmq-broker-", "ConfigMap/rmq-broker-", "PodDisruptionBudget/rmq-broker-"} {
+			suffix := map[string]string{"ConfigMap/rmq-broker-": "-config"}[k]
+			if _, ok := objs[k+g+suffix]; !ok {
+				t.Errorf("missing %s%s%s", k, g, suffix)
+			}
+		}
+		if _, ok := objs["Service/rmq-broker-"+g+"-headless"]; !ok {
+			t.Errorf("missing headless service of group %s", g)
+		}
+	}
+	if objs["ConfigMap/rmq-namesrv"].(*corev1.ConfigMap).Data[NamesrvAddrKey] != "n:9876" {
+		t.Error("namesrv ConfigMap lacks the address")
+	}
+	sts := objs["StatefulSet/rmq-broker-b"].(*appsv1.StatefulSet)
+	if *sts.Spec.Replicas != 3 || sts.Spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement {
+		t.Errorf("replicas/policy = %d/%s", *sts.Spec.Replicas, sts.Spec.PodManagementPolicy)
+	}
+	if sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled != appsv1.DeletePersistentVolumeClaimRetentionPolicyType ||
+		sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+		t.Errorf("retention = %+v", sts.Spec.PersistentVolumeClaimRetentionPolicy)
+	}
+	if q := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "20Gi" {
+		t.Errorf("default claim size = %s", q.String())
+	}
+}
+
+func TestBrokerPodConf(t *testing.T) {
+	br := broker()
+	master := BrokerPodConf(br, 1, 0)
+	for _, want := range []string{"brokerClusterName=C1\n", "brokerName=broker-b\n", "brokerId=0\n",
+		"brokerRole=SYNC_MASTER\n", "flushDiskType=SYNC_FLUSH\n", "deleteWhen=04\n", "listenPort=10911\n"} {
+		if !strings.Contains(master, want) {
+			t.Errorf("master conf lacks %q:\n%s", want, master)
+		}
+	}
+	if strings.Contains(master, "ignored") || strings.Contains(master, "namesrvAddr") {
+		t.Errorf("operator keys must win and namesrvAddr stay out:\n%s", master)
+	}
+	slave := BrokerPodConf(br, 1, 2)
+	if !strings.Contains(slave, "brokerId=2\nbrokerRole=SLAVE\n") {
+		t.Errorf("slave conf:\n%s", slave)
+	}
+}
+
+func TestBrokerConfigHash(t *testing.T) {
+	br := broker()
+	h := BrokerConfigHash(br, 0)
+	br.Spec.ReplicasPerGroup = 5
+	br.Spec.Image = "img:2"
+	if BrokerConfigHash(br, 0) != h {
+		t.Error("replicas and image must not change the config hash")
+	}
+	br.Spec.BrokerRole = v1alpha1.AsyncMaster
+	if BrokerConfigHash(br, 0) == h {
+		t.Error("the master role must change the hash")
+	}
+	h = BrokerConfigHash(br, 0)
+	br.Spec.Config["deleteWhen"] = "05"
+	if BrokerConfigHash(br, 0) == h {
+		t.Error("a config key must change the hash")
+	}
+	if BrokerConfigHash(br, 0) == BrokerConfigHash(br, 1) {
+		t.Error("groups differ by brokerName, so do their hashes")
+	}
+}
+
+func TestBrokerNamesAndAddresses(t *testing.T) {
+	br := broker()
+	if BrokerName(0) != "broker-a" || BrokerName(25) != "broker-z" {
+		t.Error(BrokerName(0), BrokerName(25))
+	}
+	if got := BrokerMemberAddress(br, 2, 1); got != "rmq-broker-c-1.rmq-broker-c-headless.mq.svc:10911" {
+		t.Error(got)
+	}
+}

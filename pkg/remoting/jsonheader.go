@@ -1,0 +1,297 @@
+package remoting
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// decodeJSONHeaderFast decodes the headers clients actually send (the fields of a
+// RemotingCommand, in any order, string extFields) several times faster than
+// encoding/json. It reports false for anything else, valid or not: unknown or repeated
+// keys, escapes of surrogates, invalid UTF-8, numbers with fractions or out of range,
+// nulls where encoding/json would keep a zero value. decodeJSONHeader then falls back to
+// encoding/json, so the result is always encoding/json's.
+func decodeJSONHeaderFast(b []byte) (*Command, bool) {
+	s := jsonScanner{b: b}
+	if !s.consume('{') {
+		return nil, false
+	}
+	c := &Command{}
+	if !s.consume('}') {
+		var seen uint8
+		for {
+			key, ok := s.str()
+			if !ok || !s.consume(':') {
+				return nil, false
+			}
+			var bit uint8
+			switch key {
+			case "code":
+				bit = 1 << 0
+				var n int64
+				n, ok = s.int(16)
+				c.Code = int16(n)
+			case "flag":
+				bit = 1 << 1
+				var n int64
+				n, ok = s.int(32)
+				c.Flag = int32(n)
+			case "opaque":
+				bit = 1 << 2
+				var n int64
+				n, ok = s.int(32)
+				c.Opaque = int32(n)
+			case "version":
+				bit = 1 << 3
+				var n int64
+				n, ok = s.int(16)
+				c.Version = int16(n)
+			case "language":
+				bit = 1 << 4
+				switch s.peek() {
+				case '"':
+					var name string
+					name, ok = s.str()
+					c.Language = parseLanguage(name)
+				case 'n':
+					ok = s.null()
+				case '-':
+					ok = false // encoding/json refuses even -0 for a uint8
+				default:
+					var n int64
+					n, ok = s.int(16)
+					ok = ok && n <= 255
+					c.Language = parseLanguage(LanguageCode(n).String())
+				}
+			case "remark":
+				bit = 1 << 5
+				if s.peek() == 'n' {
+					ok = s.null()
+				} else {
+					c.Remark, ok = s.str()
+				}
+			case "extFields":
+				bit = 1 << 6
+				if s.peek() == 'n' {
+					ok = s.null()
+				} else {
+					c.ExtFields, ok = s.stringMap()
+				}
+			case "serializeTypeCurrentRPC":
+				bit = 1 << 7
+				if s.peek() == 'n' {
+					ok = s.null()
+				} else {
+					_, ok = s.str()
+				}
+			default:
+				return nil, false
+			}
+			if !ok || seen&bit != 0 {
+				return nil, false
+			}
+			seen |= bit
+			if s.consume(',') {
+				continue
+			}
+			if s.consume('}') {
+				break
+			}
+			return nil, false
+		}
+	}
+	s.skipSpace()
+	if s.i != len(s.b) {
+		return nil, false
+	}
+	if c.ExtFields == nil {
+		c.ExtFields = map[string]string{}
+	}
+	return c, true
+}
+
+// jsonScanner reads the subset of JSON decodeJSONHeaderFast accepts.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) skipSpace() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte after white space, or 0 at the end.
+func (s *jsonScanner) peek() byte {
+	s.skipSpace()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// consume skips white space and c, reporting whether c was there.
+func (s *jsonScanner) consume(c byte) bool {
+	if s.peek() == c && s.i < len(s.b) {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *jsonScanner) null() bool {
+	s.skipSpace()
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// int reads an integer without fraction or exponent that fits in bits.
+func (s *jsonScanner) int(bits int) (int64, bool) {
+	s.skipSpace()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	if s.i == digits || s.b[digits] == '0' && s.i-digits > 1 {
+		return 0, false
+	}
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, bits)
+	return n, err == nil
+}
+
+// str reads a string of valid UTF-8 whose escapes are not surrogates.
+func (s *jsonScanner) str() (string, bool) {
+	s.skipSpace()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	s.i++
+	start := s.i
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			raw := s.b[start:s.i]
+			s.i++
+			if !utf8.Valid(raw) {
+				return "", false
+			}
+			return string(raw), true
+		case c == '\\':
+			return s.unescape(start)
+		case c < 0x20:
+			return "", false
+		}
+		s.i++
+	}
+	return "", false
+}
+
+// unescape continues str at its first backslash.
+func (s *jsonScanner) unescape(start int) (string, bool) {
+	buf := make([]byte, 0, 2*(s.i-start)+16)
+	buf = append(buf, s.b[start:s.i]...)
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			// Escapes append whole runes, so buf is valid iff the raw runs are.
+			if !utf8.Valid(buf) {
+				return "", false
+			}
+			return string(buf), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			buf = append(buf, c)
+			s.i++
+			continue
+		}
+		if s.i+1 >= len(s.b) {
+			return "", false
+		}
+		e := s.b[s.i+1]
+		s.i += 2
+		switch e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			if len(s.b)-s.i < 4 {
+				return "", false
+			}
+			var r rune
+			for _, h := range s.b[s.i : s.i+4] {
+				switch {
+				case '0' <= h && h <= '9':
+					r = r<<4 | rune(h-'0')
+				case 'a' <= h && h <= 'f':
+					r = r<<4 | rune(h-'a'+10)
+				case 'A' <= h && h <= 'F':
+					r = r<<4 | rune(h-'A'+10)
+				default:
+					return "", false
+				}
+			}
+			if 0xd800 <= r && r <= 0xdfff {
+				return "", false // surrogates: encoding/json pairs or replaces them
+			}
+			buf = utf8.AppendRune(buf, r)
+			s.i += 4
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// stringMap reads an object whose values are all strings.
+func (s *jsonScanner) stringMap() (map[string]string, bool) {
+	if !s.consume('{') {
+		return nil, false
+	}
+	m := make(map[string]string)
+	if s.consume('}') {
+		return m, true
+	}
+	for {
+		k, ok := s.str()
+		if !ok || !s.consume(':') {
+			return nil, false
+		}
+		v, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		m[k] = v
+		if s.consume(',') {
+			continue
+		}
+		return m, s.consume('}')
+	}
+}
