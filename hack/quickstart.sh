@@ -12,12 +12,14 @@ broker_port=${BROKER_PORT:-10911}
 mkdir -p "$data/namesrv" "$data/broker"
 
 cat > "$data/namesrv/namesrv.conf" <<CONF
+bindAddress=127.0.0.1
 listenPort=$namesrv_port
 kvConfigPath=$data/namesrv/kvConfig.json
 CONF
 
 pids=()
-stop() {
+stop() { # exit code
+  local rc=$1
   trap - INT TERM EXIT
   echo
   echo "quickstart: stopping"
@@ -27,8 +29,10 @@ stop() {
     wait "${pids[i]}" 2>/dev/null || true
   done
   echo "quickstart: stopped; data kept in $data"
+  exit "$rc"
 }
-trap stop INT TERM EXIT
+trap 'stop 0' INT TERM
+trap 'stop $?' EXIT
 
 wait_for_port() { # name port
   for _ in $(seq 1 100); do
@@ -74,3 +78,4 @@ echo
 echo "Press Ctrl-C to stop."
 wait -n "${pids[@]}" || true
 echo "quickstart: a process exited on its own; see $data/*.log" >&2
+exit 1
