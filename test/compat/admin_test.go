@@ -1,0 +1,165 @@
+//go:build compat
+
+package compat
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// TestOurAdminClientAgainstJavaBroker runs every call of pkg/admin (what the operator
+// sends) against the Java broker, the reference for the protocol: subscription groups,
+// consume stats, offline offset resets by time, offset cloning and live configuration.
+func TestOurAdminClientAgainstJavaBroker(t *testing.T) {
+	f := env(t)
+	rc := remoting.NewClient(remoting.ClientConfig{})
+	defer rc.Close()
+	adm := rmqadmin.New(rc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	masters, err := adm.MasterAddrs(ctx, f.ns.Addr, f.broker.Cluster)
+	if err != nil || masters[f.broker.Name] != f.broker.Addr {
+		t.Fatalf("MasterAddrs(%s) = %v, %v; want %s -> %s", f.broker.Cluster, masters, err, f.broker.Name, f.broker.Addr)
+	}
+
+	group := uniq("compat_admin_group")
+	cfg := protocol.NewSubscriptionGroupConfig(group)
+	cfg.RetryMaxTimes = 3
+	cfg.ConsumeBroadcastEnable = false
+	if err := adm.CreateOrUpdateSubscriptionGroup(ctx, f.broker.Addr, cfg); err != nil {
+		t.Fatalf("CreateOrUpdateSubscriptionGroup: %v", err)
+	}
+	groups, err := adm.SubscriptionGroups(ctx, f.broker.Addr)
+	if err != nil {
+		t.Fatalf("SubscriptionGroups: %v", err)
+	}
+	if got := groups[group]; got.RetryMaxTimes != 3 || got.ConsumeBroadcastEnable || !got.ConsumeEnable {
+		t.Errorf("group as the Java broker stored it: %+v", got)
+	}
+
+	// Messages in four queues; the group has consumed two of each.
+	topic := uniq("compat_admin_topic")
+	const queues, perQueue = 4, 5
+	createTopic(t, f, newAdmin(t, f), topic, queues)
+	beforeSend := time.Now().UnixMilli()
+	sendToEveryQueue(t, f, topic, queues, perQueue)
+	for q := range int32(queues) {
+		if err := adm.CommitOffset(ctx, f.broker.Addr, group, protocol.MessageQueue{Topic: topic, BrokerName: f.broker.Name, QueueID: q}, 2); err != nil {
+			t.Fatalf("CommitOffset queue %d: %v", q, err)
+		}
+	}
+	stats, err := adm.ConsumeStats(ctx, f.broker.Addr, group, topic)
+	if err != nil {
+		t.Fatalf("ConsumeStats: %v", err)
+	}
+	if len(stats.OffsetTable) != queues {
+		t.Fatalf("ConsumeStats has %d queues, want %d: %+v", len(stats.OffsetTable), queues, stats)
+	}
+	for mq, w := range stats.OffsetTable {
+		if w.BrokerOffset != perQueue || w.ConsumerOffset != 2 {
+			t.Errorf("%s: %+v, want broker offset %d, consumer offset 2", mq, w, perQueue)
+		}
+	}
+
+	// The group is offline: the Java broker refuses INVOKE_BROKER_TO_RESET_OFFSET and the
+	// client commits the offsets itself.
+	checkReset := func(name string, ts int64, want int64) {
+		t.Helper()
+		resets, err := adm.ResetOffset(ctx, f.broker.Addr, topic, group, ts, true)
+		if err != nil {
+			t.Fatalf("ResetOffset(%s): %v", name, err)
+		}
+		if len(resets) != queues {
+			t.Fatalf("ResetOffset(%s) reset %d queues, want %d: %+v", name, len(resets), queues, resets)
+		}
+		stats, err := adm.ConsumeStats(ctx, f.broker.Addr, group, topic)
+		if err != nil {
+			t.Fatalf("ConsumeStats: %v", err)
+		}
+		for _, r := range resets {
+			if r.After != want || stats.OffsetTable[r.Queue].ConsumerOffset != want {
+				t.Errorf("ResetOffset(%s) %s: reported %d -> %d, broker now has %d; want %d",
+					name, r.Queue, r.Before, r.After, stats.OffsetTable[r.Queue].ConsumerOffset, want)
+			}
+		}
+	}
+	checkReset("latest", rmqadmin.Latest, perQueue)
+	checkReset("earliest", rmqadmin.Earliest, 0)
+	checkReset("a time before the first send", beforeSend-60_000, 0)
+	// The reference answers a time after the newest message with that message's offset
+	// (its binary search stops at the last entry), not with the queue's max offset.
+	checkReset("a time after the last send", time.Now().Add(time.Minute).UnixMilli(), perQueue-1)
+
+	clone := uniq("compat_admin_clone")
+	if err := adm.CloneGroupOffset(ctx, f.broker.Addr, group, clone, topic, true); err != nil {
+		t.Fatalf("CloneGroupOffset: %v", err)
+	}
+	cloned, err := adm.ConsumeStats(ctx, f.broker.Addr, clone, topic)
+	if err != nil {
+		t.Fatalf("ConsumeStats(clone): %v", err)
+	}
+	if len(cloned.OffsetTable) != queues {
+		t.Fatalf("clone has offsets for %d queues, want %d", len(cloned.OffsetTable), queues)
+	}
+	for mq, w := range cloned.OffsetTable {
+		if w.ConsumerOffset != perQueue-1 {
+			t.Errorf("cloned %s: consumer offset %d, want %d", mq, w.ConsumerOffset, perQueue-1)
+		}
+	}
+
+	if err := adm.DeleteSubscriptionGroup(ctx, f.broker.Addr, group); err != nil {
+		t.Fatalf("DeleteSubscriptionGroup: %v", err)
+	}
+	if groups, err := adm.SubscriptionGroups(ctx, f.broker.Addr); err != nil || groups[group].GroupName != "" {
+		t.Errorf("after delete, groups[%s] = %+v (err %v)", group, groups[group], err)
+	}
+
+	// A harmless key changed live, as the operator changes namesrvAddr.
+	if err := adm.UpdateBrokerConfig(ctx, f.broker.Addr, map[string]string{"defaultQueryMaxNum": "77"}); err != nil {
+		t.Fatalf("UpdateBrokerConfig: %v", err)
+	}
+	conf, err := adm.BrokerConfig(ctx, f.broker.Addr)
+	if err != nil || conf["defaultQueryMaxNum"] != "77" {
+		t.Errorf("BrokerConfig defaultQueryMaxNum = %q (err %v), want 77", conf["defaultQueryMaxNum"], err)
+	}
+}
+
+// sendToEveryQueue sends perQueue messages to each queue of topic on the Java broker.
+func sendToEveryQueue(t *testing.T, f *fixture, topic string, queues, perQueue int) {
+	t.Helper()
+	p, err := producer.NewDefaultProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{f.ns.Addr})),
+		producer.WithGroupName(uniq("compat_admin_producer")),
+		producer.WithInstanceName(uniq("compat_admin_producer")),
+		producer.WithQueueSelector(producer.NewManualQueueSelector()),
+	)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatalf("producer.Start: %v", err)
+	}
+	defer func() { _ = p.Shutdown() }()
+	for q := range queues {
+		for i := range perQueue {
+			msg := primitive.NewMessage(topic, fmt.Appendf(nil, "q%d-%d", q, i))
+			msg.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: f.broker.Name, QueueId: q}
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			res, err := p.SendSync(sctx, msg)
+			cancel()
+			if err != nil || res.Status != primitive.SendOK || res.MessageQueue.QueueId != q {
+				t.Fatalf("send to queue %d: %v %v", q, res, err)
+			}
+		}
+	}
+}
