@@ -21,13 +21,19 @@ const (
 )
 
 // value is one evaluated operand. n holds Boolean (0 or 1), Integer and Long
-// values; f holds Double values; s holds String values.
+// values and the bits of Double values; s holds String values.
 type value struct {
 	kind kind
 	n    int64
-	f    float64
 	s    string
 }
+
+func doubleValue(f float64) value {
+	return value{kind: kindDouble, n: int64(math.Float64bits(f))}
+}
+
+// float returns the value of a Double.
+func (v value) float() float64 { return math.Float64frombits(uint64(v.n)) }
 
 var (
 	nullValue  = value{}
@@ -59,7 +65,7 @@ func (v value) String() string {
 	case kindInt, kindLong:
 		return strconv.FormatInt(v.n, 10)
 	case kindDouble:
-		return strconv.FormatFloat(v.f, 'g', -1, 64)
+		return strconv.FormatFloat(v.float(), 'g', -1, 64)
 	case kindString:
 		return "'" + strings.ReplaceAll(v.s, "'", "''") + "'"
 	}
@@ -93,7 +99,7 @@ func compareValues(l, r value) (int, error) {
 		case kindInt, kindLong:
 			return compareInt(l.n, r.n), nil
 		case kindDouble:
-			return compareDouble(float64(l.n), r.f), nil
+			return compareDouble(float64(l.n), r.float()), nil
 		case kindString:
 			rv, err := convertString(r.s, l.kind)
 			if err != nil {
@@ -105,13 +111,13 @@ func compareValues(l, r value) (int, error) {
 	case kindDouble:
 		switch r.kind {
 		case kindInt, kindLong:
-			return compareDouble(l.f, float64(r.n)), nil
+			return compareDouble(l.float(), float64(r.n)), nil
 		case kindString:
 			rv, err := convertString(r.s, kindDouble)
 			if err != nil {
 				return 0, err
 			}
-			return compareDouble(l.f, rv.f), nil
+			return compareDouble(l.float(), rv.float()), nil
 		}
 		return -1, nil
 	case kindString:
@@ -128,7 +134,7 @@ func compareValues(l, r value) (int, error) {
 func compareSameKind(l, r value) int {
 	switch l.kind {
 	case kindDouble:
-		return compareDouble(l.f, r.f)
+		return compareDouble(l.float(), r.float())
 	case kindString:
 		return strings.Compare(l.s, r.s)
 	}
@@ -158,7 +164,7 @@ func convertString(s string, to kind) (value, error) {
 		if !ok {
 			return nullValue, errConversion(s, "double")
 		}
-		return value{kind: kindDouble, f: f}, nil
+		return doubleValue(f), nil
 	}
 	return value{kind: kindString, s: s}, nil
 }
