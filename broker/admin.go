@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -62,7 +63,7 @@ func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req
 	if err := metadata.ValidateTopic(h.Topic); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
-	if h.Topic == protocol.DefaultTopic || h.Topic == b.cfg.Get().BrokerClusterName {
+	if b.topics.IsSystem(h.Topic) || strings.HasPrefix(strings.ToLower(h.Topic), "rmq_sys_") {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", h.Topic))
 	}
 	if h.ReadQueueNums <= 0 || h.WriteQueueNums <= 0 || h.ReadQueueNums > 1024 || h.WriteQueueNums > 1024 {
@@ -168,21 +169,25 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 	c := b.cfg.Get()
 	producers, consumers := b.clients.Counts()
 	table := map[string]string{
-		"brokerVersionDesc":   brokerVersion,
-		"brokerVersion":       strconv.Itoa(int(remoting.Version)),
-		"bootTimestamp":       strconv.FormatInt(b.startTime.UnixMilli(), 10),
-		"runtime":             fmt.Sprintf("[ %s ]", time.Since(b.startTime).Round(time.Second)),
-		"commitLogMaxOffset":  strconv.FormatInt(b.store.MaxPhyOffset(), 10),
-		"brokerRole":          c.BrokerRole,
-		"pullRequestHoldNum":  strconv.Itoa(b.holder.Len()),
-		"producerConnections": strconv.Itoa(producers),
-		"consumerConnections": strconv.Itoa(consumers),
-		"goroutines":          strconv.Itoa(runtime.NumGoroutine()),
-		"putTps":              "0.0 0.0 0.0",
-		"getTransferedTps":    "0.0 0.0 0.0",
-		"msgPutTotalTodayNow": "0",
-		"msgGetTotalTodayNow": "0",
+		"brokerVersionDesc":                    brokerVersion,
+		"brokerVersion":                        strconv.Itoa(int(remoting.Version)),
+		"bootTimestamp":                        strconv.FormatInt(b.startTime.UnixMilli(), 10),
+		"runtime":                              fmt.Sprintf("[ %s ]", time.Since(b.startTime).Round(time.Second)),
+		"commitLogMaxOffset":                   strconv.FormatInt(b.store.MaxPhyOffset(), 10),
+		"brokerRole":                           c.BrokerRole,
+		"pullRequestHoldNum":                   strconv.Itoa(b.holder.Len()),
+		"producerConnections":                  strconv.Itoa(producers),
+		"consumerConnections":                  strconv.Itoa(consumers),
+		"goroutines":                           strconv.Itoa(runtime.NumGoroutine()),
+		"commitLogMinOffset":                   strconv.FormatInt(b.store.MinPhyOffset(), 10),
+		"dispatchBehindBytes":                  strconv.FormatInt(b.store.DispatchBehind(), 10),
+		"pageCacheLockTimeMills":               "0",
+		"sendThreadPoolQueueHeadWaitTimeMills": "0",
+		"pullThreadPoolQueueHeadWaitTimeMills": "0",
+		"earliestMessageTimeStamp":             "0",
+		"startAcceptSendRequestTimeStamp":      "0",
 	}
+	b.stats.table(table)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = protocol.MustEncode(map[string]any{"table": table})
 	return resp
@@ -210,6 +215,13 @@ func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Co
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	b.log.Info("broker config updated", "keys", changed, "by", conn.RemoteAddr())
+	// Kept for operators to see, as the Java broker does; the -c file is not rewritten
+	// and stays what a restart reads.
+	c := b.cfg.Get()
+	if err := metadata.WriteFileAtomic(filepath.Join(metadata.ConfigDir(c.StorePathRootDir), "broker.properties"),
+		[]byte(config.FormatProperties(c.Properties()))); err != nil {
+		b.log.Warn("cannot write broker.properties", "err", err)
+	}
 	if slices.Contains(changed, "namesrvAddr") || slices.Contains(changed, "brokerPermission") {
 		b.kickRegister()
 	}

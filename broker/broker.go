@@ -37,11 +37,13 @@ type Broker struct {
 	groups    *metadata.Groups
 	offsets   *metadata.Offsets
 	clients   *client.Registry
+	locks     *client.Locks
 	holder    *longpoll.Holder
 	server    *remoting.Server
 	nsClient  *remoting.Client
 	storeHost netip.AddrPort
 	startTime time.Time
+	stats     *stats
 	opts      Options
 
 	listeners []net.Listener
@@ -64,10 +66,12 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		cfg:       config.NewLive(cfg),
 		log:       log,
 		clients:   client.NewRegistry(),
+		locks:     client.NewLocks(60 * time.Second),
 		opts:      opts,
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		startTime: time.Now(),
+		stats:     newStats(),
 	}
 	ip, err := netip.ParseAddr(cfg.BrokerIP1)
 	if err != nil {
@@ -131,6 +135,11 @@ func (b *Broker) registerProcessors() {
 	admin := s.NewPool("admin", c.AdminBrokerThreadPoolNums, 10000)
 	clients := s.NewPool("client", c.ClientManageThreadPoolNums, 50000)
 	consumers := s.NewPool("consumer", c.ConsumerManageThreadPoolNums, 100000)
+	// Offset commits and queries run on one worker, in arrival order: clients send a
+	// oneway UPDATE_CONSUMER_OFFSET and at once a QUERY_CONSUMER_OFFSET for the same
+	// queue (the Go client does so when it re-adds a queue after a reset), and the query
+	// must see the commit. Both are map operations of a microsecond.
+	offsets := s.NewPool("offset", 1, 100000)
 	h := func(code int16, f remoting.HandlerFunc, p *remoting.Pool) { s.Handle(code, f, p) }
 
 	h(remoting.SendMessage, b.handleSend, send)
@@ -143,9 +152,12 @@ func (b *Broker) registerProcessors() {
 	h(remoting.UnregisterClient, b.handleUnregisterClient, clients)
 	h(remoting.CheckClientConfig, b.handleCheckClientConfig, clients)
 	h(remoting.GetConsumerListByGroup, b.handleGetConsumerList, consumers)
+	h(remoting.GetProducerConnectionList, b.handleProducerConnections, consumers)
+	h(remoting.LockBatchMQ, b.handleLockBatch, consumers)
+	h(remoting.UnlockBatchMQ, b.handleUnlockBatch, consumers)
 
-	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset, consumers)
-	h(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset, consumers)
+	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset, offsets)
+	h(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset, offsets)
 	h(remoting.GetMaxOffset, b.handleGetMaxOffset, admin)
 	h(remoting.GetMinOffset, b.handleGetMinOffset, admin)
 	h(remoting.GetEarliestMsgStoreTime, b.handleGetEarliestMsgStoreTime, admin)
@@ -176,6 +188,7 @@ func (b *Broker) Start() error {
 	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
 	b.every(func() time.Duration { return time.Duration(c.FlushConsumerOffsetInterval) * time.Millisecond }, b.persistOffsets, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.scanExpiredClients, nil)
+	b.every(func() time.Duration { return 10 * time.Second }, b.stats.sample, nil)
 	return nil
 }
 

@@ -275,3 +275,40 @@ func TestAutoCreateTopicOnSend(t *testing.T) {
 		t.Fatalf("auto-created %+v %v", tc, ok)
 	}
 }
+
+// With longPollingEnable=false a suspended pull is held for shortPollingTimeMills only.
+func TestShortPolling(t *testing.T) {
+	tb := startBroker(t, "", func(c *config.Config) { c.LongPollingEnable = false; c.ShortPollingTimeMills = 200 })
+	tb.createTopic("SP", 1)
+	start := time.Now()
+	resp := tb.invoke(remoting.PullMessage, pullFields("g", "SP", 0, 0, pullSuspend|pullSubscription, "*"), nil)
+	if resp.Code != remoting.PullNotFound {
+		t.Fatalf("short poll: %v", resp)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("held %v, want about 200ms", d)
+	}
+}
+
+// Shutdown answers held pulls instead of dropping them.
+func TestShutdownAnswersHeldPulls(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic("SD", 1)
+	done := make(chan *remoting.Command, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, _ := tb.cl.Invoke(ctx, tb.addr, remoting.NewRequest(remoting.PullMessage, pullFields("g", "SD", 0, 0, pullSuspend|pullSubscription, "*"), nil))
+		done <- resp
+	}()
+	waitFor(t, func() bool { return tb.holder.Len() == 1 })
+	go tb.Shutdown(context.Background())
+	select {
+	case resp := <-done:
+		if resp == nil || resp.Code != remoting.PullNotFound {
+			t.Fatalf("held pull at shutdown answered %v", resp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("held pull not answered at shutdown")
+	}
+}

@@ -11,5 +11,6 @@
 //	offsets.go  consumer offsets and queue offset queries
 //	reset.go    offset reset by time, consume stats, clone, connection lists
 //	admin.go    topics, groups, broker config and runtime info, message lookups
+//	locks.go    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ (orderly consumers)
 //	namesrv.go  registration with the name servers
 package broker

@@ -34,9 +34,9 @@ type GetResult struct {
 	SuggestPullingFromSlave bool
 }
 
-// TagFilter decides from a consume-queue tag hash whether a message matches; nil
-// matches everything.
-type TagFilter func(tagsCode int64) bool
+// MessageFilter selects messages during a read, by consume-queue tag hash first and
+// then by record; nil matches everything.
+type MessageFilter = store.MessageFilter
 
 // MessageStore is what the broker needs from its message store. broker/store implements
 // it through storeAdapter; tests may use a memory implementation.
@@ -45,7 +45,7 @@ type MessageStore interface {
 	PutMessages(msgs []*message.Message) (*store.PutResult, error)
 	// GetMessages reads up to maxMsgs matching messages from offset, within the per-pull
 	// transfer limits.
-	GetMessages(topic string, queueID int32, offset int64, maxMsgs int, filter TagFilter) (*GetResult, error)
+	GetMessages(topic string, queueID int32, offset int64, maxMsgs int, filter MessageFilter) (*GetResult, error)
 	MinOffset(topic string, queueID int32) int64
 	MaxOffset(topic string, queueID int32) int64
 	// OffsetByTime returns the first queue offset stored at or after ts (ms).
@@ -60,6 +60,10 @@ type MessageStore interface {
 	InMemory(topic string, queueID int32, offset int64) bool
 	// MaxPhyOffset is the commitlog write position.
 	MaxPhyOffset() int64
+	// MinPhyOffset is the first commitlog offset still stored.
+	MinPhyOffset() int64
+	// DispatchBehind is how many commitlog bytes are not in consume queues yet.
+	DispatchBehind() int64
 	OnArrival(fn store.ArrivalFunc)
 	// DeleteTopic drops the consume queues of topic.
 	DeleteTopic(topic string) error

@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/openrmq/rocketmq-operator/broker/client"
 	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/filter"
 	"github.com/openrmq/rocketmq-operator/broker/longpoll"
+	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -36,8 +38,6 @@ type pullHeader struct {
 	SubVersion           int64  `rmq:"subVersion,required"`
 	ExpressionType       string `rmq:"expressionType"`
 }
-
-const expressionTag = "TAG"
 
 func (b *Broker) handlePull(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	return b.pull(conn, req, true)
@@ -94,19 +94,16 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 		expr, exprType = sub.SubString, sub.ExpressionType
 	}
-	if exprType != "" && exprType != expressionTag {
-		return req.NewResponse(remoting.SubscriptionParseFailed, "The broker does not support consumer to filter message by "+exprType)
-	}
-	var filter TagFilter
-	if codes := client.TagCodes(expr); codes != nil {
-		filter = func(code int64) bool { return codes[code] }
+	f, refused := b.subscriptionFilter(req, exprType, expr, c)
+	if refused != nil {
+		return refused
 	}
 
 	maxMsgs := int(h.MaxMsgNums)
 	if maxMsgs <= 0 {
 		maxMsgs = 1
 	}
-	res, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, filter)
+	res, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, f)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "get message failed: "+err.Error())
 	}
@@ -124,9 +121,10 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	switch resp.Code {
 	case remoting.Success:
 		resp.Body = res.Body
+		b.stats.got.Add(int64(res.Count))
 	case remoting.PullNotFound:
 		if allowSuspend && h.SysFlag&pullSuspend != 0 {
-			b.hold(conn, req, &h, filter, c)
+			b.hold(conn, req, &h, f, c)
 			resp = nil
 		}
 	}
@@ -135,6 +133,32 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	return resp
+}
+
+// subscriptionFilter builds the store filter of a subscription: nil for "*", the tag
+// hashes for a TAG expression, the expression over each record's properties for SQL92
+// (when enablePropertyFilter is set, as in Java).
+func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, c config.Config) (MessageFilter, *remoting.Command) {
+	if exprType == filter.TypeSQL92 && !c.EnablePropertyFilter {
+		return nil, req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by SQL92")
+	}
+	f, err := filter.New(exprType, expr)
+	if err != nil {
+		return nil, req.NewResponse(remoting.SubscriptionParseFailed, fmt.Sprintf("parse the consumer's subscription[%s] failed: %v", expr, err))
+	}
+	if tf, ok := f.(filter.TagFilter); ok {
+		if tf.All() {
+			return nil, nil
+		}
+		return store.FilterFuncs{Tags: tf.MatchTagsCode}, nil
+	}
+	return store.FilterFuncs{Tags: f.MatchTagsCode, Record: func(rec []byte) bool {
+		v, err := message.ParseRecord(rec)
+		if err != nil {
+			return false
+		}
+		return f.MatchProperties(message.DecodeProperties(string(v.Properties())))
+	}}, nil
 }
 
 // pullCode maps a store read to the response code (see the facts file).
@@ -158,7 +182,11 @@ func pullCode(s GetStatus, requested int64) (int16, string) {
 }
 
 // hold parks a pull until a message arrives for its queue or its suspend time passes.
-func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, filter TagFilter, c config.Config) {
+func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, f MessageFilter, c config.Config) {
+	var match func(int64) bool
+	if f != nil {
+		match = f.MatchTagsCode
+	}
 	wait := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
 	if !c.LongPollingEnable {
 		wait = time.Duration(c.ShortPollingTimeMills) * time.Millisecond
@@ -166,7 +194,7 @@ func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader,
 	b.holder.Hold(&longpoll.Request{
 		Topic: h.Topic, QueueID: h.QueueID, Offset: h.QueueOffset,
 		Deadline: time.Now().Add(wait),
-		Match:    filter,
+		Match:    match,
 		Done:     conn.Done(),
 		Resume: func() {
 			resp := b.pull(conn, req, false)

@@ -42,6 +42,25 @@ func (b *Broker) handleConsumerConnections(ctx context.Context, conn *remoting.C
 	return resp
 }
 
+// handleProducerConnections serves GET_PRODUCER_CONNECTION_LIST.
+func (b *Broker) handleProducerConnections(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Field("producerGroup")
+	chans := b.clients.Producers(group)
+	if len(chans) == 0 {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("the producer group[%s] not exist", group))
+	}
+	out := struct {
+		ConnectionSet []connection `json:"connectionSet"`
+	}{ConnectionSet: []connection{}}
+	for _, ch := range chans {
+		out.ConnectionSet = append(out.ConnectionSet, connection{ClientID: ch.ClientID, ClientAddr: ch.Addr(),
+			Language: ch.Language.String(), Version: ch.Version})
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = protocol.MustEncode(out)
+	return resp
+}
+
 type offsetWrapper struct {
 	BrokerOffset   int64 `json:"brokerOffset"`
 	ConsumerOffset int64 `json:"consumerOffset"`

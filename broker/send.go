@@ -73,7 +73,7 @@ const (
 // notAllowedSendTopics are written by the broker only (Java's TopicValidator).
 var notAllowedSendTopics = map[string]bool{
 	protocol.ScheduleTopic: true, protocol.TransHalfTopic: true, protocol.TransOpHalfTopic: true,
-	"CHECKPOINT_TOPIC_XXXX": true, protocol.SelfTestTopic: false,
+	"CHECKPOINT_TOPIC_XXXX": true,
 }
 
 func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -163,13 +163,15 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	if err != nil {
 		return putErrorResponse(req, err)
 	}
+	b.stats.put.Add(int64(len(msgs)))
 	resp := req.NewResponse(remoting.Success, "")
 	if res.Status == store.PutFlushDiskTimeout {
 		resp.Code = remoting.FlushDiskTimeout
 		resp.Remark = "flush disk timeout"
 	}
 	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))
-	resp.SetField(fieldQueueID, strconv.Itoa(int(msgs[0].QueueID)))
+	// The queue the producer chose, even when the message was redirected (Java does so).
+	resp.SetField(fieldQueueID, strconv.Itoa(int(h.QueueID)))
 	resp.SetField(fieldQueueOffset, strconv.FormatInt(res.QueueOffset, 10))
 	resp.SetField(message.PropertyMsgRegion, defaultRegion)
 	resp.SetField(message.PropertyTraceSwitch, "true")

@@ -20,12 +20,8 @@ func (a storeAdapter) PutMessages(msgs []*message.Message) (*store.PutResult, er
 	return a.s.PutMessages(msgs)
 }
 
-func (a storeAdapter) GetMessages(topic string, qid int32, offset int64, maxMsgs int, filter TagFilter) (*GetResult, error) {
-	var f store.MessageFilter
-	if filter != nil {
-		f = store.FilterFuncs{Tags: filter}
-	}
-	r := a.s.GetMessage(topic, qid, offset, maxMsgs, 0, f)
+func (a storeAdapter) GetMessages(topic string, qid int32, offset int64, maxMsgs int, filter MessageFilter) (*GetResult, error) {
+	r := a.s.GetMessage(topic, qid, offset, maxMsgs, 0, filter)
 	defer r.Release()
 	out := &GetResult{
 		Status: r.Status, NextBeginOffset: r.NextBeginOffset, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset,
@@ -85,6 +81,8 @@ func (a storeAdapter) InMemory(topic string, qid int32, offset int64) bool {
 }
 
 func (a storeAdapter) MaxPhyOffset() int64            { return a.s.CommitLogMaxOffset() }
+func (a storeAdapter) MinPhyOffset() int64            { return a.s.CommitLogMinOffset() }
+func (a storeAdapter) DispatchBehind() int64          { return a.s.DispatchBehind() }
 func (a storeAdapter) OnArrival(fn store.ArrivalFunc) { a.s.OnArrival(fn) }
 func (a storeAdapter) DeleteTopic(topic string) error { a.s.DeleteTopic(topic); return nil }
 func (a storeAdapter) Close() error                   { return a.s.Close() }

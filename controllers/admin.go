@@ -32,10 +32,14 @@ type BrokerAdmin interface {
 	DeleteSubscriptionGroup(ctx context.Context, addr, group string) error
 
 	// ResetOffset sends INVOKE_BROKER_TO_RESET_OFFSET (222) with isForce=true for one topic
-	// and returns the new consumer offset of each of that broker's queues.
+	// and returns the new consumer offset of each of that broker's queues. It must also
+	// work for a group with no online consumer: the Java broker then answers
+	// CONSUMER_NOT_ONLINE (206), and the implementation falls back, as mqadmin does, to
+	// searching each queue's offset (SEARCH_OFFSET_BY_TIMESTAMP 29, or GET_MAX_OFFSET 30 for
+	// -1) and writing it with UPDATE_CONSUMER_OFFSET (15).
 	ResetOffset(ctx context.Context, addr, topic, group string, timestampMillis int64) ([]QueueOffset, error)
 
-	// CloneGroupOffset sends CLONE_GROUP_OFFSET (43); topic "" clones every topic srcGroup
+	// CloneGroupOffset sends CLONE_GROUP_OFFSET (314); topic "" clones every topic srcGroup
 	// has offsets for.
 	CloneGroupOffset(ctx context.Context, addr, srcGroup, destGroup, topic string) error
 
@@ -47,6 +51,14 @@ type BrokerAdmin interface {
 // BrokerResolver finds the masters of a Broker's cluster: brokerName -> master address.
 type BrokerResolver interface {
 	Masters(ctx context.Context, broker *v1alpha1.Broker) (map[string]string, error)
+}
+
+// ResolverFunc adapts a function to BrokerResolver, e.g. to point tests at loopback brokers.
+type ResolverFunc func(ctx context.Context, broker *v1alpha1.Broker) (map[string]string, error)
+
+// Masters implements BrokerResolver.
+func (f ResolverFunc) Masters(ctx context.Context, b *v1alpha1.Broker) (map[string]string, error) {
+	return f(ctx, b)
 }
 
 // SubscriptionGroup is the body of UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (RocketMQ's

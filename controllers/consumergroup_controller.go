@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
@@ -82,13 +84,16 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			if err != nil {
 				notReady(&cg.Status.Conditions, cg.Generation, s.reason, err.Error())
 			}
+			cgProgressing(cg)
 			if perr := r.patchStatus(ctx, cg, orig); perr != nil {
 				return ctrl.Result{}, joinErr(err, perr)
 			}
-			if after > 0 {
-				return ctrl.Result{RequeueAfter: after}, nil
+			// Broker calls fail while a broker restarts; retry at a steady pace rather than
+			// with the workqueue's backoff, which grows to minutes. The error is in status.
+			if err != nil {
+				log.FromContext(ctx).Error(err, "reconcile step failed", "reason", s.reason)
 			}
-			return ctrl.Result{}, err
+			return ctrl.Result{RequeueAfter: max(after, retryAfter)}, nil
 		}
 		// Steps that changed the brokers write their record at once, so a crash later in
 		// this reconcile cannot make the next one apply the same reset again.
@@ -102,10 +107,30 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Message: fmt.Sprintf("group %s is on %d master(s)", st.group, len(st.masters))})
 	degraded(&cg.Status.Conditions, cg.Generation, "", nil)
 	cg.Status.ObservedGeneration = cg.Generation
+	cgProgressing(cg)
 	if err := r.patchStatus(ctx, cg, orig); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.lagRefresh()}, nil
+}
+
+// cgProgressing is True while the spec or an offset change has not reached the brokers.
+func cgProgressing(cg *v1alpha1.ConsumerGroup) {
+	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, ObservedGeneration: cg.Generation,
+		Status: metav1.ConditionFalse, Reason: "Synced", Message: "the brokers hold the current spec"}
+	switch {
+	case cg.Spec.OffsetMigration != nil && (cg.Status.LastOffsetMigration == nil ||
+		cg.Status.LastOffsetMigration.ID != cg.Spec.OffsetMigration.ID):
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "OffsetMigrationPending",
+			"offset migration "+cg.Spec.OffsetMigration.ID+" is not applied yet"
+	case cg.Spec.OffsetReset != nil && (cg.Status.LastOffsetReset == nil ||
+		cg.Status.LastOffsetReset.ID != cg.Spec.OffsetReset.ID):
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "OffsetResetPending",
+			"offset reset "+cg.Spec.OffsetReset.ID+" is not applied yet"
+	case cg.Status.ObservedGeneration != cg.Generation:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "Syncing", "the spec is not on every master yet"
+	}
+	meta.SetStatusCondition(&cg.Status.Conditions, c)
 }
 
 func (r *ConsumerGroupReconciler) lagRefresh() time.Duration {
@@ -117,6 +142,9 @@ func (r *ConsumerGroupReconciler) lagRefresh() time.Duration {
 
 // patchStatus writes the status if it changed; a resource deleted meanwhile is not an error.
 func (r *ConsumerGroupReconciler) patchStatus(ctx context.Context, cg, orig *v1alpha1.ConsumerGroup) error {
+	if equality.Semantic.DeepEqual(cg.Status, orig.Status) {
+		return nil
+	}
 	err := r.Status().Patch(ctx, cg, client.MergeFrom(orig))
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,10 +33,10 @@ func (r *ConsumerGroupReconciler) ensureGroup(ctx context.Context, cg *v1alpha1.
 	cfg := SubscriptionGroup{
 		GroupName:                    st.group,
 		ConsumeEnable:                true,
-		ConsumeFromMinEnable:         cg.Spec.ConsumeFromMinEnable,
+		ConsumeFromMinEnable:         ptr.Deref(cg.Spec.ConsumeFromMinEnable, true),
 		ConsumeBroadcastEnable:       cg.Spec.ConsumeBroadcastEnable,
 		RetryQueueNums:               1,
-		RetryMaxTimes:                cg.Spec.RetryMaxTimes,
+		RetryMaxTimes:                ptr.Deref(cg.Spec.RetryMaxTimes, 16),
 		BrokerID:                     0,
 		WhichBrokerWhenConsumeSlowly: 1,
 	}

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
@@ -45,7 +46,8 @@ var _ = Describe("ConsumerGroup", func() {
 			{Topic: "audit", BrokerName: "broker-b", QueueID: 0, BrokerOffset: 3, ConsumerOffset: 0}})
 		cg := newGroup(ns, "billing-"+ns)
 		Expect(k8s.Create(ctx, cg)).To(Succeed())
-		Expect(cg.Spec.RetryMaxTimes).To(Equal(int32(16)), "defaulted")
+		Expect(*cg.Spec.RetryMaxTimes).To(Equal(int32(16)), "defaulted")
+		Expect(*cg.Spec.ConsumeFromMinEnable).To(BeTrue(), "defaulted")
 
 		Eventually(func(g Gomega) {
 			g.Expect(get(cg, ns, cg.Name)()).To(Succeed())
@@ -55,6 +57,7 @@ var _ = Describe("ConsumerGroup", func() {
 			g.Expect(cg.Status.Brokers).To(Equal([]string{"broker-a", "broker-b"}))
 			g.Expect(cg.Status.Lag).To(Equal([]v1alpha1.TopicLag{{Topic: "audit", Lag: 3}, {Topic: "orders", Lag: 65}}))
 			g.Expect(cg.Status.TotalLag).To(Equal(int64(68)))
+			g.Expect(meta.IsStatusConditionFalse(cg.Status.Conditions, v1alpha1.ConditionProgressing)).To(BeTrue())
 		}).Should(Succeed())
 		calls := admin.callsFor("CreateOrUpdateSubscriptionGroup", "GroupName:billing-"+ns)
 		Expect(calls).To(HaveLen(2))
@@ -89,11 +92,13 @@ var _ = Describe("ConsumerGroup", func() {
 		Expect(admin.callsFor("ResetOffset", "group="+group)[0].Args).To(Equal("group=" + group + " topic=orders ts=0"))
 
 		// A re-sync or an unrelated change must not reset again.
-		Eventually(update(cg, func() { cg.Spec.RetryMaxTimes = 3 })).Should(Succeed())
+		Eventually(update(cg, func() { cg.Spec.RetryMaxTimes = ptr.To[int32](0) })).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(get(cg, ns, group)()).To(Succeed())
 			g.Expect(cg.Status.ObservedGeneration).To(Equal(cg.Generation))
 		}).Should(Succeed())
+		updates := admin.callsFor("CreateOrUpdateSubscriptionGroup", "GroupName:"+group+" ")
+		Expect(updates[len(updates)-1].Args).To(ContainSubstring("RetryMaxTimes:0 "), "an explicit 0 survives")
 		Consistently(func() []adminCall { return admin.callsFor("ResetOffset", "group="+group) }, "2s").Should(HaveLen(1))
 
 		// A new id applies again: latest is timestamp -1, for the one topic named, on
@@ -183,7 +188,7 @@ var _ = Describe("ConsumerGroup", func() {
 			"spec.deletionPolicy"),
 		Entry("a name that is no group name", func(c *v1alpha1.ConsumerGroup) { c.Name = "a.b" },
 			"metadata.name is not a valid RocketMQ group name"),
-		Entry("too many retries", func(c *v1alpha1.ConsumerGroup) { c.Spec.RetryMaxTimes = 65 },
+		Entry("too many retries", func(c *v1alpha1.ConsumerGroup) { c.Spec.RetryMaxTimes = ptr.To[int32](65) },
 			"spec.retryMaxTimes"),
 	)
 

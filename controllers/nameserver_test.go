@@ -104,6 +104,25 @@ var _ = Describe("NameServer", func() {
 		}).Should(Succeed())
 	})
 
+	It("leaves the children alone when nothing changed", func() {
+		ns := newNamespace()
+		nsrv := newNameServer(ns, "ns")
+		Expect(k8s.Create(ctx, nsrv)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(get(nsrv, ns, "ns")()).To(Succeed())
+			g.Expect(nsrv.Status.ObservedGeneration).To(Equal(nsrv.Generation))
+		}).Should(Succeed())
+		sts := &appsv1.StatefulSet{}
+		Expect(get(sts, ns, "ns")()).To(Succeed())
+		rv := sts.ResourceVersion
+		// A label change triggers a reconcile without a spec change.
+		Eventually(update(nsrv, func() { nsrv.Labels = map[string]string{"poke": "1"} })).Should(Succeed())
+		Consistently(func() string {
+			Expect(get(sts, ns, "ns")()).To(Succeed())
+			return sts.ResourceVersion
+		}, "2s").Should(Equal(rv))
+	})
+
 	It("keeps the KV config on a claim when persistence is set, and refuses to drop it", func() {
 		ns := newNamespace()
 		nsrv := newNameServer(ns, "ns")

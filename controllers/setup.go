@@ -1,10 +1,15 @@
 package controllers
 
 import (
-	"context"
-	"errors"
-
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openrmq/rocketmq-operator/internal/resource"
 )
 
 // SetupAll registers the three controllers with mgr, all sharing one admin client.
@@ -21,27 +26,15 @@ func SetupAll(mgr ctrl.Manager, admin BrokerAdmin) error {
 		Recorder: rec, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 }
 
-// ErrAdminUnavailable is returned by UnavailableAdmin.
-var ErrAdminUnavailable = errors.New("controllers: no broker admin client is configured")
-
-// UnavailableAdmin fails every call; it stands in until a real BrokerAdmin is wired.
-type UnavailableAdmin struct{}
-
-func (UnavailableAdmin) UpdateBrokerConfig(context.Context, string, map[string]string) error {
-	return ErrAdminUnavailable
-}
-func (UnavailableAdmin) CreateOrUpdateSubscriptionGroup(context.Context, string, SubscriptionGroup) error {
-	return ErrAdminUnavailable
-}
-func (UnavailableAdmin) DeleteSubscriptionGroup(context.Context, string, string) error {
-	return ErrAdminUnavailable
-}
-func (UnavailableAdmin) ResetOffset(context.Context, string, string, string, int64) ([]QueueOffset, error) {
-	return nil, ErrAdminUnavailable
-}
-func (UnavailableAdmin) CloneGroupOffset(context.Context, string, string, string, string) error {
-	return ErrAdminUnavailable
-}
-func (UnavailableAdmin) ConsumeStats(context.Context, string, string, string) ([]QueueOffset, error) {
-	return nil, ErrAdminUnavailable
+// CacheByObject limits the manager's cache of child kinds to the operator's own objects, so
+// it does not mirror every pod, ConfigMap and Service of the cluster.
+func CacheByObject() map[client.Object]cache.ByObject {
+	managed := cache.ByObject{Label: labels.SelectorFromSet(resource.ManagedBy)}
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   managed,
+		&corev1.ConfigMap{}:             managed,
+		&corev1.Service{}:               managed,
+		&appsv1.StatefulSet{}:           managed,
+		&policyv1.PodDisruptionBudget{}: managed,
+	}
 }

@@ -120,3 +120,19 @@ func TestStatusResolver(t *testing.T) {
 		t.Errorf("%v %v", m, err)
 	}
 }
+
+func TestConsumerGroupProgressing(t *testing.T) {
+	cg := &v1alpha1.ConsumerGroup{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	cg.Status.ObservedGeneration = 2
+	cg.Spec.OffsetReset = &v1alpha1.OffsetReset{ID: "r2", Earliest: true}
+	cg.Status.LastOffsetReset = &v1alpha1.AppliedOffsetChange{ID: "r1"}
+	cgProgressing(cg)
+	if c := meta.FindStatusCondition(cg.Status.Conditions, v1alpha1.ConditionProgressing); c.Reason != "OffsetResetPending" {
+		t.Errorf("%+v", c)
+	}
+	cg.Status.LastOffsetReset.ID = "r2"
+	cgProgressing(cg)
+	if !meta.IsStatusConditionFalse(cg.Status.Conditions, v1alpha1.ConditionProgressing) {
+		t.Error("applied reset and observed spec: not progressing")
+	}
+}

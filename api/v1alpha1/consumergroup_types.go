@@ -25,19 +25,20 @@ type ConsumerGroupSpec struct {
 	// +optional
 	GroupName string `json:"groupName,omitempty"`
 
-	// Times a message is redelivered before it goes to %DLQ%<group>.
+	// Times a message is redelivered before it goes to %DLQ%<group>. A pointer: 0 is valid.
 	// +kubebuilder:default=16
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64
 	// +optional
-	RetryMaxTimes int32 `json:"retryMaxTimes,omitempty"`
+	RetryMaxTimes *int32 `json:"retryMaxTimes,omitempty"`
 
 	// +optional
 	ConsumeBroadcastEnable bool `json:"consumeBroadcastEnable,omitempty"`
 
+	// A pointer so that an explicit false survives Go clients' omitempty.
 	// +kubebuilder:default=true
 	// +optional
-	ConsumeFromMinEnable bool `json:"consumeFromMinEnable,omitempty"`
+	ConsumeFromMinEnable *bool `json:"consumeFromMinEnable,omitempty"`
 
 	// Delete removes the group from the brokers when the resource is deleted.
 	// +kubebuilder:default=Retain

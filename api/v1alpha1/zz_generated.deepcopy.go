@@ -297,6 +297,16 @@ func (in *ConsumerGroupList) DeepCopyObject() runtime.Object {
 func (in *ConsumerGroupSpec) DeepCopyInto(out *ConsumerGroupSpec) {
 	*out = *in
 	out.BrokerRef = in.BrokerRef
+	if in.RetryMaxTimes != nil {
+		in, out := &in.RetryMaxTimes, &out.RetryMaxTimes
+		*out = new(int32)
+		**out = **in
+	}
+	if in.ConsumeFromMinEnable != nil {
+		in, out := &in.ConsumeFromMinEnable, &out.ConsumeFromMinEnable
+		*out = new(bool)
+		**out = **in
+	}
 	if in.OffsetReset != nil {
 		in, out := &in.OffsetReset, &out.OffsetReset
 		*out = new(OffsetReset)

@@ -5,11 +5,9 @@ package client
 import (
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
@@ -22,37 +20,6 @@ type SubscriptionData struct {
 	CodeSet         []any    `json:"codeSet"` // Java sends numbers, the Go client strings
 	SubVersion      int64    `json:"subVersion"`
 	ExpressionType  string   `json:"expressionType"`
-}
-
-// SubAll is the subscription expression matching every tag.
-const SubAll = "*"
-
-// ParseTags splits a TAG expression ("a || b") into tags; nil means all.
-func ParseTags(expr string) []string {
-	expr = strings.TrimSpace(expr)
-	if expr == "" || expr == SubAll {
-		return nil
-	}
-	var out []string
-	for _, t := range strings.Split(expr, "||") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// TagCodes returns the consume-queue hashes of a TAG expression; nil means all.
-func TagCodes(expr string) map[int64]bool {
-	tags := ParseTags(expr)
-	if tags == nil {
-		return nil
-	}
-	codes := make(map[int64]bool, len(tags))
-	for _, t := range tags {
-		codes[message.TagsCode(t)] = true
-	}
-	return codes
 }
 
 // Channel is one client connection of a group.
@@ -308,6 +275,17 @@ func (r *Registry) GroupsSubscribing(topic string) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Producers returns copies of a producer group's channels.
+func (r *Registry) Producers(group string) []Channel {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Channel
+	for _, ch := range r.producers[group] {
+		out = append(out, *ch)
+	}
 	return out
 }
 

@@ -78,6 +78,7 @@ type Config struct {
 	ShortPollingTimeMills       int    // shortPollingTimeMills
 	SlaveReadEnable             bool   // slaveReadEnable
 	RejectTransactionMessage    bool   // rejectTransactionMessage
+	EnablePropertyFilter        bool   // enablePropertyFilter: allow SQL92 subscriptions
 
 	SendMessageThreadPoolNums    int // sendMessageThreadPoolNums
 	PullMessageThreadPoolNums    int // pullMessageThreadPoolNums
@@ -212,6 +213,7 @@ func (c *Config) keys() []key {
 		{"shortPollingTimeMills", &c.ShortPollingTimeMills, true},
 		{"slaveReadEnable", &c.SlaveReadEnable, true},
 		{"rejectTransactionMessage", &c.RejectTransactionMessage, true},
+		{"enablePropertyFilter", &c.EnablePropertyFilter, true},
 		{"sendMessageThreadPoolNums", &c.SendMessageThreadPoolNums, false},
 		{"pullMessageThreadPoolNums", &c.PullMessageThreadPoolNums, false},
 		{"adminBrokerThreadPoolNums", &c.AdminBrokerThreadPoolNums, false},
@@ -241,7 +243,7 @@ var ignored = map[string]bool{
 	"serverPooledByteBufAllocatorEnable": true, "useEpollNativeSelector": true, "transientStorePoolEnable": true,
 	"useReentrantLockWhenPutMessage": true, "sendMessageThreadPoolNums_": true, "waitTimeMillsInSendQueue": true,
 	"osPageCacheBusyTimeOutMills": true, "fetchNamesrvAddrByAddressServer": true, "aclEnable": true,
-	"warmMapedFileEnable": true, "enablePropertyFilter": true, "enableCalcFilterBitMap": true,
+	"warmMapedFileEnable": true, "enableCalcFilterBitMap": true,
 	"isEnableBatchPush": true, "brokerFastFailureEnable": true, "storePathIndex": true,
 	"enableDLegerCommitLog": true, "transactionCheckInterval": true, "transactionTimeOut": true,
 	"transactionCheckMax": true, "filterServerNums": true, "compressedRegister": true,

@@ -17,7 +17,8 @@ type Request struct {
 	Resume   func()           // re-runs the pull without suspending and answers it
 	Done     <-chan struct{}  // closed when the client's connection closes
 	once     sync.Once
-	timer    *time.Timer // fires at Deadline; set under Holder.mu
+	timer    *time.Timer     // fires at Deadline; set under Holder.mu
+	running  *sync.WaitGroup // the holder's running resumes
 }
 
 func (r *Request) resume() {
@@ -25,7 +26,15 @@ func (r *Request) resume() {
 		if r.timer != nil {
 			r.timer.Stop()
 		}
-		go r.Resume()
+		if r.running == nil {
+			go r.Resume()
+			return
+		}
+		r.running.Add(1)
+		go func() {
+			defer r.running.Done()
+			r.Resume()
+		}()
 	})
 }
 
@@ -44,8 +53,9 @@ type Holder struct {
 	waiting map[queueKey][]*Request
 	closed  bool
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	running sync.WaitGroup // resumes in progress
 }
 
 // New returns a holder that re-checks every interval (5 s with long polling, the short
@@ -61,6 +71,7 @@ func New(interval time.Duration, maxOffset func(topic string, qid int32) int64) 
 // Hold parks r. If a message arrived between the pull's read and now, it resumes at once.
 func (h *Holder) Hold(r *Request) {
 	k := queueKey{r.Topic, r.QueueID}
+	r.running = &h.running
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -190,7 +201,8 @@ func (h *Holder) Len() int {
 	return n
 }
 
-// Close stops the re-check loop and resumes every held pull, so each gets its answer.
+// Close stops the re-check loop and resumes every held pull, so each gets its answer,
+// and waits for the answers to be sent.
 func (h *Holder) Close() {
 	close(h.stop)
 	h.wg.Wait()
@@ -204,4 +216,5 @@ func (h *Holder) Close() {
 			r.resume()
 		}
 	}
+	h.running.Wait()
 }

@@ -22,6 +22,9 @@ const (
 // ConfigDir returns the folder of the metadata files.
 func ConfigDir(storeRoot string) string { return filepath.Join(storeRoot, "config") }
 
+// WriteFileAtomic replaces path with data the way the metadata files are written.
+func WriteFileAtomic(path string, data []byte) error { return writeAtomically(path, data) }
+
 // writeAtomically replaces path with data: temp file, fsync, previous content kept as
 // .bak, rename, fsync the folder.
 func writeAtomically(path string, data []byte) error {

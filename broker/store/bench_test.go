@@ -39,7 +39,9 @@ func benchAppend(b *testing.B, flush string, writers int) {
 	}
 	defer s.Close()
 	var q atomic.Int32
-	var timeouts atomic.Int64
+	var timeouts, syncs atomic.Int64
+	hook := func() { syncs.Add(1) }
+	s.cl.syncHook.Store(&hook)
 	b.SetBytes(1024)
 	b.SetParallelism((writers + 1) / 2) // RunParallel runs GOMAXPROCS*p goroutines
 	if writers == 1 {
@@ -69,6 +71,9 @@ func benchAppend(b *testing.B, flush string, writers int) {
 		})
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+	if flush == SyncFlush && syncs.Load() > 0 {
+		b.ReportMetric(float64(b.N)/float64(syncs.Load()), "msg/sync")
+	}
 	if timeouts.Load() > 0 {
 		b.Fatalf("%d flush timeouts", timeouts.Load())
 	}

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
 const crashEnv = "STORE_CRASH_CHILD" // "<dir>|<flushDiskType>|<round>"
@@ -166,6 +164,9 @@ func verifyAfterCrash(t *testing.T, dir, flush string, acked map[ackKey]int64, r
 	if s.CleanStart {
 		t.Fatalf("round %d: start after SIGKILL reported clean", round)
 	}
+	if err := s.Verify(); err != nil {
+		t.Fatalf("round %d: %v", round, err)
+	}
 	seen := map[ackKey]bool{}
 	for w := range 4 {
 		msgs := readAll(t, s, "crash", int32(w)) // CRC-checked decode of every entry
@@ -211,5 +212,4 @@ func verifyAfterCrash(t *testing.T, dir, flush string, acked map[ackKey]int64, r
 	}
 	// Leave as a crash too, so the child's next Open also recovers.
 	s.crash()
-	_ = message.MagicCode
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,9 @@ type groupCommit struct {
 	kick chan struct{}
 	mu   sync.Mutex
 	done chan struct{} // closed and replaced after every flush
+
+	inflight atomic.Int64 // appenders between entry and acknowledgement
+	waiting  atomic.Int64 // appenders that appended and wait for the flush
 }
 
 func newGroupCommit(s *Store) *groupCommit {
@@ -32,6 +36,7 @@ func (g *groupCommit) wait(end int64) bool {
 		if g.s.cl.flushed.Load() >= end {
 			return true
 		}
+		g.waiting.Add(1) // reset by broadcast: counts blocked appenders of this round
 		select {
 		case g.kick <- struct{}{}:
 		default:
@@ -62,26 +67,30 @@ func (g *groupCommit) run() {
 	}
 }
 
-// gather lets appenders that are already runnable finish their append
-// before the sync starts, so one fdatasync covers them too: it yields
-// while the tail keeps moving, for at most gatherMax.
+// gather lets appenders that are already on their way finish their
+// append before the sync starts, so one fdatasync covers them too: it
+// yields until every in-flight appender waits, or the tail stops moving,
+// for at most gatherMax.
 func (g *groupCommit) gather() {
 	const gatherMax = 200 * time.Microsecond
 	deadline := time.Now().Add(gatherMax)
 	last := g.s.cl.wrote.Load()
-	for time.Now().Before(deadline) {
+	for g.waiting.Load() < g.inflight.Load() && time.Now().Before(deadline) {
 		runtime.Gosched()
-		runtime.Gosched()
-		cur := g.s.cl.wrote.Load()
-		if cur == last {
-			return
+		if cur := g.s.cl.wrote.Load(); cur != last {
+			last = cur
+			continue
 		}
-		last = cur
+		runtime.Gosched()
+		if g.s.cl.wrote.Load() == last {
+			return // nobody else is appending
+		}
 	}
 }
 
 func (g *groupCommit) broadcast() {
 	g.mu.Lock()
+	g.waiting.Store(0)
 	close(g.done)
 	g.done = make(chan struct{})
 	g.mu.Unlock()

@@ -216,3 +216,11 @@ func (s *Store) DeleteTopic(topic string) {
 	os.RemoveAll(filepath.Join(s.cfg.consumeQueueDir(), topic))
 	s.dispMu.Unlock()
 }
+
+// InMemory reports whether the message at a queue offset is within the
+// "in memory" window (see GetMessage); false if there is no such entry.
+// QUERY_CONSUMER_OFFSET uses it for brand-new groups.
+func (s *Store) InMemory(topic string, qid int32, off int64) bool {
+	phy, ok := s.CommitLogOffsetInQueue(topic, qid, off)
+	return ok && s.cl.wrote.Load()-phy <= s.memLimit
+}

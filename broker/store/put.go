@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
@@ -50,6 +51,10 @@ func (s *Store) PutMessages(msgs []*message.Message) (*PutResult, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: empty batch", ErrBadMessage)
 	}
+	if s.gc != nil {
+		s.gc.inflight.Add(1)
+		defer s.gc.inflight.Add(-1)
+	}
 	sizes := make([]int, len(msgs))
 	crcs := make([]int32, len(msgs))
 	total := 0
@@ -89,9 +94,18 @@ func (s *Store) PutMessages(msgs []*message.Message) (*PutResult, error) {
 	return res, nil
 }
 
-func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total int) (*PutResult, error) {
+func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total int) (_ *PutResult, err error) {
 	s.putMu.Lock()
 	defer s.putMu.Unlock()
+	// A fault while touching the mapping (I/O error paging in, file cut
+	// under us) becomes a sticky write error instead of a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: fault writing the commitlog mapping: %v", ErrWriteFailed, r)
+			s.writeErr = err
+		}
+	}()
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -100,7 +114,7 @@ func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total
 	}
 	seg, pos, err := s.cl.reserve(total)
 	if err != nil {
-		return nil, err // nothing written; the tail is unchanged
+		return nil, err // nothing of this message was written
 	}
 	now := s.cfg.now().UnixMilli()
 	key := cqKey{msgs[0].Topic, msgs[0].QueueID}

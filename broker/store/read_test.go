@@ -204,3 +204,19 @@ func TestTimeLookups(t *testing.T) {
 		t.Fatal("commitlog bounds")
 	}
 }
+
+func TestInMemory(t *testing.T) {
+	s := mustOpen(t, testConfig(t))
+	defer s.Close()
+	for i := range 3 {
+		mustPut(t, s, newMsg("M", 0, body(i), nil))
+	}
+	waitDispatched(t, s)
+	if !s.InMemory("M", 0, 0) || s.InMemory("M", 0, 3) || s.InMemory("nope", 0, 0) {
+		t.Fatal("InMemory with default RAM window")
+	}
+	s.memLimit = 10
+	if s.InMemory("M", 0, 0) {
+		t.Fatal("offset 0 is far behind a 10-byte window")
+	}
+}

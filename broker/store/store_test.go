@@ -77,6 +77,23 @@ func TestPutGetAcrossSegments(t *testing.T) {
 	}
 }
 
+func TestVerifyDetectsCorruption(t *testing.T) {
+	s := mustOpen(t, testConfig(t))
+	defer s.Close()
+	r := mustPut(t, s, newMsg("V", 0, "payload", nil))
+	mustPut(t, s, newMsg("V", 0, "payload2", nil))
+	waitDispatched(t, s)
+	if err := s.Verify(); err != nil {
+		t.Fatalf("healthy store: %v", err)
+	}
+	seg := s.cl.segment(r.PhysicalOffset)
+	seg.Data[int(r.PhysicalOffset-seg.Start)+88] ^= 1 // first body byte
+	seg.Release()
+	if err := s.Verify(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Verify after a body flip: %v", err)
+	}
+}
+
 func beUint32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }

@@ -18,9 +18,13 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/controllers"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run returns the exit code, so deferred cleanups run before os.Exit.
+func run() int {
 	var metricsAddr, probeAddr, namespaces string
 	var leaderElect bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
@@ -44,23 +48,30 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "rocketmq-operator.openrmq.io",
-		Cache:                  cache.Options{DefaultNamespaces: watched(namespaces)},
+		Cache: cache.Options{
+			DefaultNamespaces: watched(namespaces),
+			ByObject:          controllers.CacheByObject(),
+		},
 	})
 	if err != nil {
 		log.Error(err, "creating manager")
-		os.Exit(1)
+		return 1
 	}
-	if err := controllers.SetupAll(mgr, newAdmin()); err != nil {
+	// One remoting client, one connection per broker, shared by every controller.
+	rc := remoting.NewClient(remoting.ClientConfig{})
+	defer func() { _ = rc.Close() }()
+	if err := controllers.SetupAll(mgr, newAdmin(rc)); err != nil {
 		log.Error(err, "setting up controllers")
-		os.Exit(1)
+		return 1
 	}
 	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	utilruntime.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 	log.Info("starting manager", "namespaces", namespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // watched turns "a,b" into the cache's namespace set; nil means every namespace.

@@ -39,6 +39,10 @@ const (
 	managedByLabel = "app.kubernetes.io/managed-by"
 )
 
+// ManagedBy labels every object the operator creates; the manager's cache only holds
+// objects carrying it.
+var ManagedBy = map[string]string{managedByLabel: "rocketmq-operator"}
+
 // selectorLabels are the labels a StatefulSet selects on; they never change.
 func selectorLabels(component, instance string) map[string]string {
 	return map[string]string{

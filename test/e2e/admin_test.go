@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,11 +144,35 @@ func TestResetOffsetByTimestamp(t *testing.T) {
 		resetOffset(t, shared, group, topic, ts)
 		// The Go client waits 10 s before applying a reset, then picks the queues up
 		// again at its next rebalance (every 20 s).
-		eventually(t, 60*time.Second, "the 10 later messages delivered again", func() bool { return col.deliveries() >= before+10 })
+		deadline := time.Now().Add(60 * time.Second)
+		for col.deliveries() < before+10 {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 60s, %d of the 10 later messages delivered again; committed offsets %v",
+					col.deliveries()-before, committed(t, shared, group, topic, 2))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		col.mu.Lock()
 		defer col.mu.Unlock()
 		if col.count != before+10 {
 			t.Errorf("%d deliveries after the reset, want 10", col.count-before)
 		}
 	})
+}
+
+// TestBadConfigRefused: a broker.conf value that does not parse stops the start with a
+// message naming the key; an unknown key only warns.
+func TestBadConfigRefused(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "broker.conf")
+	os.WriteFile(conf, []byte("brokerName=bad\nlistenPort=notaport\nstorePathRootDir="+dir+"\n"), 0o644)
+	out, err := exec.Command(filepath.Join(binDir, "broker"), "-c", conf).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "listenPort") {
+		t.Fatalf("bad listenPort: err %v, output %s", err, out)
+	}
+	os.WriteFile(conf, []byte("brokerName=ok\nlistenPort=10911\nnoSuchKey=1\nstorePathRootDir="+dir+"\n"), 0o644)
+	out, err = exec.Command(filepath.Join(binDir, "broker"), "-c", conf, "-n", "127.0.0.1:1", "-p").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "noSuchKey") || !strings.Contains(string(out), "namesrvAddr=127.0.0.1:1") {
+		t.Fatalf("unknown key: err %v, output %s", err, out)
+	}
 }

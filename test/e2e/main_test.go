@@ -68,7 +68,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: namesrv:", err, "\n", ns.output())
 		return 1
 	}
-	shared, err = newBroker(dir, "broker-shared", nil)
+	shared, err = newBroker(dir, "broker-shared", map[string]string{"enablePropertyFilter": "true"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: broker:", err)
 		return 1

@@ -28,6 +28,17 @@ func committed(t *testing.T, b *brokerProc, group, topic string, queues int) []i
 	return out
 }
 
+// maxOffsets returns the max offset of each queue (GET_MAX_OFFSET).
+func maxOffsets(t *testing.T, b *brokerProc, topic string, queues int) []int64 {
+	t.Helper()
+	out := make([]int64, queues)
+	for q := range queues {
+		resp := invoke(t, b.addr, remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}, nil)
+		out[q], _ = strconv.ParseInt(resp.Field("offset"), 10, 64)
+	}
+	return out
+}
+
 func sum(v []int64) int64 {
 	var s int64
 	for _, x := range v {
@@ -101,6 +112,9 @@ func TestConsumeFromWhere(t *testing.T) {
 	for i := range 10 {
 		sendSync(t, p, msg(topic, fmt.Sprintf("history-%d", i), ""))
 	}
+	// The history must be in the consume queues (the store dispatches behind the
+	// commitlog) before the groups ask where to start.
+	eventually(t, 5*time.Second, "10 messages in the queues", func() bool { return sum(maxOffsets(t, b, topic, 2)) == 10 })
 	_, last := startPush(t, "E2EFromLastG", topic, pushOpts{from: consumer.ConsumeFromLastOffset})
 	_, first := startPush(t, "E2EFromFirstG", topic, pushOpts{from: consumer.ConsumeFromFirstOffset})
 	// Both have started pulling once their offsets are committed to the end or below.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
@@ -122,6 +123,46 @@ func TestTagFilter(t *testing.T) {
 	}
 }
 
+// TestSQL92Filter: with enablePropertyFilter, a SQL92 subscription gets the messages
+// whose properties match.
+func TestSQL92Filter(t *testing.T) {
+	const topic = "E2ESQL"
+	createTopic(t, shared, topic, 2)
+	p := newProducer(t, "E2ESQLP")
+	for i := range 10 {
+		m := msg(topic, fmt.Sprintf("sql-%d", i), "T")
+		m.WithProperty("n", fmt.Sprint(i))
+		sendSync(t, p, m)
+	}
+	col := newCollector()
+	c, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{namesrvAddr}), consumer.WithGroupName("E2ESQLG"),
+		consumer.WithInstance(instance("c")), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumerModel(consumer.Clustering))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, consumer.MessageSelector{Type: consumer.SQL92, Expression: "n >= 7 AND TAGS = 'T'"}, col.consume); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	eventually(t, 30*time.Second, "3 matching messages", func() bool { return col.distinct() == 3 })
+	last := msg(topic, "sql-last", "T")
+	last.WithProperty("n", "9")
+	sendSync(t, p, last)
+	eventually(t, 10*time.Second, "the last matching message", func() bool { return col.has("sql-last") })
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	for body := range col.msgs {
+		if body != "sql-7" && body != "sql-8" && body != "sql-9" && body != "sql-last" {
+			t.Errorf("received %s", body)
+		}
+	}
+}
+
 // TestLongPollingLatency: an idle push consumer receives a new message within 50 ms at
 // the median: its pull is held by the broker and answered on arrival.
 func TestLongPollingLatency(t *testing.T) {
@@ -227,4 +268,18 @@ func TestBroadcasting(t *testing.T) {
 		sendSync(t, p, msg(topic, fmt.Sprintf("bc-%d", i), ""))
 	}
 	eventually(t, 30*time.Second, "10 messages at each consumer", func() bool { return col1.distinct() == 10 && col2.distinct() == 10 })
+}
+
+// TestAutoCreateTopic: a producer sending to an unknown topic gets it created from
+// TBW102 (autoCreateTopicEnable defaults to true), and it is routed from then on.
+func TestAutoCreateTopic(t *testing.T) {
+	topic := "E2EAutoCreate"
+	p := newProducer(t, "E2EAutoCreateP")
+	sendSync(t, p, msg(topic, "first", ""))
+	if _, ok := brokerTopics(t, shared)[topic]; !ok {
+		t.Fatal("topic not created on the broker")
+	}
+	waitRoute(t, topic, true)
+	_, col := startPush(t, "E2EAutoCreateG", topic, pushOpts{from: consumer.ConsumeFromFirstOffset})
+	eventually(t, 30*time.Second, "the message consumed", func() bool { return col.has("first") })
 }

@@ -12,9 +12,6 @@ import (
 	"syscall"
 )
 
-// ErrClosed is returned when a reference is taken on a released file.
-var ErrClosed = errors.New("store: mapped file released")
-
 // File is one memory-mapped file. Data is the whole mapping; callers
 // coordinate their own write positions.
 type File struct {

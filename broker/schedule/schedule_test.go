@@ -1,0 +1,288 @@
+package schedule
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
+
+func TestToSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		delay     string
+		sysFlag   int32
+		wantOK    bool
+		wantQueue int32
+		wantLevel string
+	}{
+		{"level 1", "1", 0, true, 0, "1"},
+		{"level 18", "18", 0, true, 17, "18"},
+		{"clamped", "40", 0, true, 17, "18"},
+		{"commit keeps delay", "3", message.TransactionCommitType, true, 2, "3"},
+		{"no delay", "", 0, false, 5, ""},
+		{"zero", "0", 0, false, 5, "0"},
+		{"negative", "-1", 0, false, 5, "-1"},
+		{"prepared", "3", message.TransactionPreparedType, false, 5, "3"},
+		{"rollback", "3", message.TransactionRollbackType, false, 5, "3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := map[string]string{message.PropertyTags: "t", "k": "v"}
+			if tc.delay != "" {
+				props[message.PropertyDelayTimeLevel] = tc.delay
+			}
+			m := userMsg("T", 5, "b", props)
+			m.SysFlag = tc.sysFlag
+			ok, err := ToSchedule(m, 18)
+			if err != nil || ok != tc.wantOK {
+				t.Fatalf("ToSchedule = %v, %v; want %v", ok, err, tc.wantOK)
+			}
+			if m.QueueID != tc.wantQueue || m.Property(message.PropertyDelayTimeLevel) != tc.wantLevel {
+				t.Fatalf("queue %d level %q; want %d %q", m.QueueID, m.Property(message.PropertyDelayTimeLevel), tc.wantQueue, tc.wantLevel)
+			}
+			if !ok {
+				if m.Topic != "T" {
+					t.Fatalf("topic changed to %s", m.Topic)
+				}
+				return
+			}
+			if m.Topic != Topic || m.Property(message.PropertyRealTopic) != "T" || m.Property(message.PropertyRealQueueID) != "5" ||
+				m.Property("k") != "v" || m.Property(message.PropertyTags) != "t" {
+				t.Fatalf("schedule form %+v", m)
+			}
+		})
+	}
+}
+
+// The store puts the delivery time into the consume-queue tag slot of
+// SCHEDULE_TOPIC_XXXX entries; the service relies on it.
+func TestStoreTagSlotIsDeliveryTime(t *testing.T) {
+	root := t.TempDir()
+	st := openStore(t, root)
+	defer st.Close()
+	r1 := putDelayed(t, st, "T", 0, "a", 2)
+	r2 := putDelayed(t, st, "T", 0, "b", 9) // clamped to 3
+	waitCount(t, st, Topic, 1, 1, time.Second)
+	waitCount(t, st, Topic, 2, 1, time.Second)
+	for _, c := range []struct {
+		qid  int32
+		want int64
+	}{{1, r1.StoreTimestamp + 2000}, {2, r2.StoreTimestamp + 3000}} {
+		var tag int64
+		r := st.GetMessage(Topic, c.qid, 0, 1, 0, store.FilterFuncs{Tags: func(v int64) bool { tag = v; return true }})
+		r.Release()
+		if tag != c.want {
+			t.Fatalf("queue %d tag slot %d, want delivery time %d", c.qid, tag, c.want)
+		}
+	}
+}
+
+func TestRestore(t *testing.T) {
+	m := userMsg("T", 3, "body", map[string]string{message.PropertyDelayTimeLevel: "2", message.PropertyTags: "x", message.PropertyUniqClientMessageIDKey: "U"})
+	m.Flag, m.ReconsumeTimes = 7, 2
+	if _, err := ToSchedule(m, 18); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Restore(&message.MessageExt{Message: *m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		message.PropertyTags: "x", message.PropertyUniqClientMessageIDKey: "U", message.PropertyWaitStoreMsgOK: "false",
+		message.PropertyRealTopic: "T", message.PropertyRealQueueID: "3",
+	}
+	got := message.DecodeProperties(in.Properties)
+	if fmt.Sprint(got) != fmt.Sprint(want) || in.Topic != "T" || in.QueueID != 3 || in.Flag != 7 || in.ReconsumeTimes != 2 || string(in.Body) != "body" {
+		t.Fatalf("restored %+v props %v", in, got)
+	}
+	if _, err := Restore(&message.MessageExt{Message: message.Message{Topic: Topic, Properties: "a\x01b\x02"}}); err == nil {
+		t.Fatal("Restore without REAL_TOPIC succeeded")
+	}
+}
+
+// Delivery is never early, and at light load less than 100 ms late, for
+// messages sent both before and after the service starts.
+func TestDeliverOnTime(t *testing.T) {
+	root := t.TempDir()
+	st := openStore(t, root)
+	defer st.Close()
+	type sent struct {
+		body string
+		due  int64
+	}
+	var all []sent
+	send := func(level int, body string) {
+		r := putDelayed(t, st, "T", 1, body, level)
+		d := level
+		if d > 3 {
+			d = 3
+		}
+		all = append(all, sent{body, r.StoreTimestamp + int64(d)*1000})
+	}
+	send(2, "early-2") // before Start: found by the initial walk
+	svc := newService(t, st, root)
+	svc.Start()
+	defer svc.Close()
+	time.Sleep(150 * time.Millisecond)
+	send(1, "l1-a")
+	time.Sleep(230 * time.Millisecond)
+	send(1, "l1-b")
+	send(7, "clamped") // level 3
+	send(3, "l3")
+	got := waitCount(t, st, "T", 1, len(all), 5*time.Second)
+	byBody := map[string]*message.MessageExt{}
+	for _, m := range got {
+		byBody[string(m.Body)] = m
+	}
+	for _, s := range all {
+		m := byBody[s.body]
+		if m == nil {
+			t.Fatalf("%s not delivered", s.body)
+		}
+		late := m.StoreTimestamp - s.due
+		t.Logf("%-8s lateness %d ms", s.body, late)
+		if late < 0 || late > 100 {
+			t.Errorf("%s delivered %d ms after due (want 0..100)", s.body, late)
+		}
+		if m.Property(message.PropertyDelayTimeLevel) != "" || m.Property(message.PropertyRealTopic) != "T" ||
+			m.Property(message.PropertyTags) != "TagA" || m.QueueID != 1 {
+			t.Errorf("%s delivered as %+v", s.body, m)
+		}
+	}
+	if len(got) != len(all) {
+		t.Fatalf("delivered %d, want %d", len(got), len(all))
+	}
+}
+
+// Close the store and the service halfway, reopen: every message is
+// delivered exactly once.
+func TestRestartMidway(t *testing.T) {
+	root := t.TempDir()
+	st := openStore(t, root)
+	svc := newService(t, st, root)
+	svc.Start()
+	for i := 0; i < 5; i++ {
+		putDelayed(t, st, "T", 0, fmt.Sprintf("l1-%d", i), 1)
+		putDelayed(t, st, "T", 0, fmt.Sprintf("l3-%d", i), 3)
+	}
+	waitCount(t, st, "T", 0, 5, 3*time.Second) // level 1 done, level 3 pending
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readFile(t, filepath.Join(root, "config", OffsetFile)), `{"offsetTable":{1:5,2:0,3:0}}`; got != want {
+		t.Fatalf("offsets file %s, want %s", got, want)
+	}
+
+	st = openStore(t, root)
+	defer st.Close()
+	svc = newService(t, st, root)
+	svc.Start()
+	defer svc.Close()
+	got := waitCount(t, st, "T", 0, 10, 5*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	got = readQueue(t, st, "T", 0)
+	seen := map[string]int{}
+	for _, m := range got {
+		seen[string(m.Body)]++
+	}
+	if len(got) != 10 || len(seen) != 10 {
+		t.Fatalf("delivered %d messages, %d distinct: %v", len(got), len(seen), seen)
+	}
+	if o := svc.Offsets(); o[1] != 5 || o[3] != 5 {
+		t.Fatalf("offsets %v", o)
+	}
+}
+
+// noFlush hides flush progress: the service must not persist offsets of
+// deliveries whose copies are not on disk yet.
+type noFlush struct{ *store.Store }
+
+func (noFlush) FlushedOffset() int64 { return 0 }
+
+func TestPersistWaitsForFlush(t *testing.T) {
+	root := t.TempDir()
+	st := openStore(t, root)
+	defer st.Close()
+	svc := newService(t, noFlush{st}, root)
+	svc.Start()
+	defer svc.Close()
+	putDelayed(t, st, "T", 0, "x", 1)
+	waitCount(t, st, "T", 0, 1, 3*time.Second)
+	time.Sleep(3 * DefaultPersistInterval)
+	if o := svc.Offsets(); o[1] != 1 {
+		t.Fatalf("in-memory offsets %v", o)
+	}
+	// The initial table may be written; the delivery may not.
+	if b, err := os.ReadFile(filepath.Join(root, "config", OffsetFile)); err == nil && string(b) != `{"offsetTable":{1:0,2:0,3:0}}` {
+		t.Fatalf("offsets persisted before the delivered copy was flushed: %s", b)
+	}
+	// Once flushed (real FlushedOffset), the persister writes it.
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(root, "config", OffsetFile)); got != `{"offsetTable":{1:1,2:0,3:0}}` {
+		t.Fatalf("after Close: %s", got)
+	}
+}
+
+func TestPersistsAfterFlush(t *testing.T) {
+	root := t.TempDir()
+	st := openStore(t, root)
+	defer st.Close()
+	svc := newService(t, st, root)
+	svc.Start()
+	defer svc.Close()
+	putDelayed(t, st, "T", 0, "x", 1)
+	waitCount(t, st, "T", 0, 1, 3*time.Second)
+	p := filepath.Join(root, "config", OffsetFile)
+	deadline := time.Now().Add(2 * time.Second) // async flush every 500 ms
+	for {
+		if b, err := os.ReadFile(p); err == nil && string(b) == `{"offsetTable":{1:1,2:0,3:0}}` {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("offsets not persisted within 2 s of delivery")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestOffsetsFile(t *testing.T) {
+	if got := string(EncodeOffsets(map[int]int64{2: 0, 1: 12, 10: 3})); got != `{"offsetTable":{1:12,2:0,10:3}}` {
+		t.Fatalf("encode: %s", got)
+	}
+	for _, in := range []string{`{"offsetTable":{1:12,2:0}}`, `{"offsetTable":{"1":12,"2":0}}`, "{\n\t\"offsetTable\":{1:12,2:0\n\t}\n}"} {
+		got, err := DecodeOffsets([]byte(in))
+		if err != nil || got[1] != 12 || got[2] != 0 || len(got) != 2 {
+			t.Fatalf("decode %q = %v, %v", in, got, err)
+		}
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config", OffsetFile)
+	if err := writeAtomically(p, EncodeOffsets(map[int]int64{1: 1})); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomically(p, EncodeOffsets(map[int]int64{1: 2})); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p+".bak"); got != `{"offsetTable":{1:1}}` {
+		t.Fatalf(".bak = %s", got)
+	}
+	// A torn main file falls back to .bak.
+	os.WriteFile(p, []byte(`{"offsetTab`), 0o644)
+	got, err := loadOffsets(p)
+	if err != nil || got[1] != 1 {
+		t.Fatalf("load with torn file = %v, %v", got, err)
+	}
+	// Nothing at all: empty table.
+	if got, err := loadOffsets(filepath.Join(dir, "none")); err != nil || len(got) != 0 {
+		t.Fatalf("load missing = %v, %v", got, err)
+	}
+}

@@ -1,0 +1,105 @@
+package broker
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// encodeBatch builds a SEND_BATCH_MESSAGE body as the clients do.
+func encodeBatch(bodies []string, props string) []byte {
+	var out []byte
+	for _, b := range bodies {
+		size := 4 + 4 + 4 + 4 + 4 + len(b) + 2 + len(props)
+		item := make([]byte, size)
+		binary.BigEndian.PutUint32(item[0:], uint32(size))
+		binary.BigEndian.PutUint32(item[16:], uint32(len(b)))
+		copy(item[20:], b)
+		binary.BigEndian.PutUint16(item[20+len(b):], uint16(len(props)))
+		copy(item[22+len(b):], props)
+		out = append(out, item...)
+	}
+	return out
+}
+
+func TestSendBatchAndV1(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic("B", 1)
+	props, _ := message.EncodeProperties(map[string]string{"KEYS": "bk"})
+	resp := tb.invoke(remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "B", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "", "j": "0", "k": "false", "m": "true",
+	}, encodeBatch([]string{"b0", "b1", "b2"}, props))
+	if resp.Code != remoting.Success {
+		t.Fatalf("batch: %v", resp)
+	}
+	if ids := strings.Split(resp.Field("msgId"), ","); len(ids) != 3 || resp.Field("queueOffset") != "0" {
+		t.Fatalf("batch response: %v", resp.ExtFields)
+	}
+	// SEND_MESSAGE (10) with the long header names, as older Go clients send.
+	resp = tb.invoke(remoting.SendMessage, map[string]string{
+		"producerGroup": "pg", "topic": "B", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4", "queueId": "0",
+		"sysFlag": "0", "bornTimestamp": "1", "flag": "0", "properties": props, "reconsumeTimes": "0",
+		"unitMode": "false", "batch": "false",
+	}, []byte("v1"))
+	if resp.Code != remoting.Success || resp.Field("queueOffset") != "3" {
+		t.Fatalf("v1 send: %v", resp)
+	}
+	waitFor(t, func() bool { return tb.store.MaxOffset("B", 0) == 4 })
+	pulled := tb.invoke(remoting.PullMessage, pullFields("g", "B", 0, 0, pullSubscription, "*"), nil)
+	msgs := decodeAll(t, pulled.Body)
+	if len(msgs) != 4 || string(msgs[2].Body) != "b2" || msgs[3].Property("KEYS") != "bk" || msgs[0].Property("CLUSTER") != "DefaultCluster" {
+		t.Fatalf("pulled %d", len(msgs))
+	}
+	// VIEW_MESSAGE_BY_ID by the commitlog offset from the message id.
+	_, phy, err := message.ParseOffsetMsgID(resp.Field("msgId"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := tb.invoke(remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(phy, 10)}, nil)
+	if m := decodeAll(t, view.Body); view.Code != remoting.Success || len(m) != 1 || string(m[0].Body) != "v1" {
+		t.Fatalf("view by id: %v", view)
+	}
+}
+
+func TestDelayedMessageGoesToScheduleTopic(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic("D", 1)
+	props, _ := message.EncodeProperties(map[string]string{"DELAY": "3"})
+	resp := tb.invoke(remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": "D", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0", "i": props, "j": "0", "k": "false", "m": "false",
+	}, []byte("later"))
+	if resp.Code != remoting.Success || resp.Field("queueId") != "0" {
+		t.Fatalf("delayed send: %v", resp)
+	}
+	waitFor(t, func() bool { return tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) == 1 })
+	if tb.store.MaxOffset("D", 0) != 0 {
+		t.Fatal("delayed message visible in its topic at once")
+	}
+}
+
+func TestQueryMessageByKey(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic("Q", 1)
+	tb.sendV2("Q", 0, "", "one") // KEYS k-one
+	tb.sendV2("Q", 0, "", "two")
+	q := map[string]string{"topic": "Q", "key": "k-two", "maxNum": "32", "beginTimestamp": "0",
+		"endTimestamp": strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)}
+	var resp *remoting.Command
+	waitFor(t, func() bool {
+		resp = tb.invoke(remoting.QueryMessage, q, nil)
+		return resp.Code == remoting.Success
+	})
+	if m := decodeAll(t, resp.Body); len(m) != 1 || string(m[0].Body) != "two" {
+		t.Fatalf("query by key: %d messages", len(m))
+	}
+	q["key"] = "nothing"
+	if resp := tb.invoke(remoting.QueryMessage, q, nil); resp.Code != remoting.QueryNotFound {
+		t.Fatalf("query unknown key: %v", resp)
+	}
+}
