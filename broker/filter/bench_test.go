@@ -1,6 +1,10 @@
 package filter
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
 
 func BenchmarkMatch(b *testing.B) {
 	e, err := CompileSQL92("a > 5 AND b = 'x'")
@@ -30,7 +34,7 @@ func BenchmarkMatchTagsCode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	code := TagsCode("TagC")
+	code := message.TagsCode("TagC")
 	for b.Loop() {
 		if !f.MatchTagsCode(code) {
 			b.Fatal("no match")

@@ -3,6 +3,8 @@ package filter
 import (
 	"errors"
 	"testing"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
 func TestNewTag(t *testing.T) {
@@ -11,7 +13,7 @@ func TestNewTag(t *testing.T) {
 		if err != nil {
 			t.Fatalf("New(%q): %v", typ, err)
 		}
-		if !f.MatchTagsCode(TagsCode("TagB")) || f.MatchTagsCode(TagsCode("TagC")) || f.MatchTagsCode(0) {
+		if !f.MatchTagsCode(message.TagsCode("TagB")) || f.MatchTagsCode(message.TagsCode("TagC")) || f.MatchTagsCode(0) {
 			t.Errorf("New(%q): tags code matching is wrong", typ)
 		}
 		if !f.MatchProperties(map[string]string{"TAGS": "TagC"}) {
@@ -28,7 +30,7 @@ func TestNewSQL92(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.MatchTagsCode(TagsCode("TagB")) || !f.MatchTagsCode(0) {
+	if !f.MatchTagsCode(message.TagsCode("TagB")) || !f.MatchTagsCode(0) {
 		t.Error("a SQL92 filter must pass every tags code")
 	}
 	if !f.MatchProperties(map[string]string{"TAGS": "TagA", "a": "6"}) {

@@ -5,30 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // This file holds the few pieces of java.lang behaviour the filters depend on:
-// String.hashCode, String.trim, Integer/Long.parseLong, Double.valueOf,
+// String.trim, Integer/Long.parseLong, Double.valueOf,
 // Boolean.valueOf and Double.compareTo.
-
-// javaHashCode is String.hashCode: s[0]*31^(n-1) + ... + s[n-1] over UTF-16
-// code units in int32 arithmetic. Invalid UTF-8 bytes count as U+FFFD, which is
-// what a Java UTF-8 decoder substitutes for them.
-func javaHashCode(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			hi, lo := utf16.EncodeRune(r)
-			h = 31*h + hi
-			h = 31*h + lo
-			continue
-		}
-		h = 31*h + r
-	}
-	return h
-}
 
 // javaTrim is String.trim: it strips every char <= ' ' from both ends.
 func javaTrim(s string) string {

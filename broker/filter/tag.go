@@ -1,6 +1,10 @@
 package filter
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
 
 // SubAll is the tag expression that matches every message.
 const SubAll = "*"
@@ -38,17 +42,13 @@ func ParseTagExpression(expr string) (TagFilter, error) {
 			continue
 		}
 		f.tags = append(f.tags, tag)
-		code := javaHashCode(tag)
+		code := message.JavaStringHash(tag)
 		if !f.hasCode(code) {
 			f.codes = append(f.codes, code)
 		}
 	}
 	return f, nil
 }
-
-// TagsCode is the consume-queue tags code of a message tag: Java's
-// String.hashCode, sign-extended. A message without tags has code 0.
-func TagsCode(tag string) int64 { return int64(javaHashCode(tag)) }
 
 // All reports whether the filter matches every message.
 func (f TagFilter) All() bool { return f.all }

@@ -4,37 +4,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
-)
 
-// Expected values are Java's String.hashCode, worked out with
-// s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units in int32 arithmetic.
-func TestTagsCode(t *testing.T) {
-	tests := []struct {
-		tag  string
-		want int64
-	}{
-		{"", 0},
-		{"a", 97},
-		{"TagA", 2598919}, // 84*31^3 + 97*31^2 + 103*31 + 65
-		{"TagB", 2598920},
-		{"Aa", 2112},
-		{"BB", 2112}, // collides with "Aa"
-		{"hello", 99162322},
-		{"hello world", 1794106052},         // wraps around int32
-		{"polygenelubricants", -2147483648}, // Integer.MIN_VALUE, sign-extended
-		{"f5a5a608", 0},                     // not only "" hashes to 0
-		{"é", 233},                          // one UTF-16 unit, two UTF-8 bytes
-		{"中文", 646394},                      // 0x4E2D*31 + 0x6587
-		{"😀", 1772899},                      // surrogate pair 0xD83D*31 + 0xDE00
-		{"a😀b", 57849694},                   // pair inside a string
-		{"\xff", 65533},                     // invalid UTF-8 decodes to U+FFFD
-	}
-	for _, tt := range tests {
-		if got := TagsCode(tt.tag); got != tt.want {
-			t.Errorf("TagsCode(%q) = %d, want %d", tt.tag, got, tt.want)
-		}
-	}
-}
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+)
 
 func TestParseTagExpression(t *testing.T) {
 	tests := []struct {
@@ -67,7 +39,7 @@ func TestParseTagExpression(t *testing.T) {
 				tt.expr, f.All(), f.Tags(), tt.all, tt.tags)
 		}
 		for _, tag := range tt.tags {
-			if !f.MatchTagsCode(TagsCode(tag)) || !f.MatchTag(tag) {
+			if !f.MatchTagsCode(message.TagsCode(tag)) || !f.MatchTag(tag) {
 				t.Errorf("%q: tag %q does not match", tt.expr, tag)
 			}
 		}
@@ -93,12 +65,12 @@ func TestTagFilterMatch(t *testing.T) {
 		want bool
 	}{
 		{"subscribed tag", 2598919, true},
-		{"other tag", TagsCode("TagB"), false},
+		{"other tag", message.TagsCode("TagB"), false},
 		{"no tag", 0, false},
 		{"negative hash", -2147483648, true},
 		{"only low 32 bits count", 1<<32 | 2598919, true},
 		{"unsigned form of negative hash", 1 << 31, true},
-		{"collision passes the broker", TagsCode("BB"), true},
+		{"collision passes the broker", message.TagsCode("BB"), true},
 	}
 	for _, tt := range tests {
 		if got := f.MatchTagsCode(tt.code); got != tt.want {

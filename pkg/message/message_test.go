@@ -158,13 +158,32 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// Expected values are Java's String.hashCode, worked out with
+// s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units in int32 arithmetic.
 func TestTagsCode(t *testing.T) {
-	// Expected values follow Java String.hashCode over UTF-16 units (int32 overflow),
-	// computed independently; "😀x" exercises a surrogate pair.
-	cases := map[string]int64{"TagA": 2598919, "": 0, "héllo": 103094734, "zzzzzzzz": -1910022912, "😀x": 54959989}
-	for s, want := range cases {
-		if got := TagsCode(s); got != want {
-			t.Errorf("TagsCode(%q) = %d, want %d", s, got, want)
+	tests := []struct {
+		tag  string
+		want int64
+	}{
+		{"", 0},
+		{"a", 97},
+		{"TagA", 2598919}, // 84*31^3 + 97*31^2 + 103*31 + 65
+		{"TagB", 2598920},
+		{"Aa", 2112},
+		{"BB", 2112}, // collides with "Aa"
+		{"hello", 99162322},
+		{"hello world", 1794106052},         // wraps around int32
+		{"polygenelubricants", -2147483648}, // Integer.MIN_VALUE, sign-extended
+		{"f5a5a608", 0},                     // not only "" hashes to 0
+		{"é", 233},                          // one UTF-16 unit, two UTF-8 bytes
+		{"中文", 646394},                      // 0x4E2D*31 + 0x6587
+		{"😀", 1772899},                      // surrogate pair 0xD83D*31 + 0xDE00
+		{"a😀b", 57849694},                   // pair inside a string
+		{"\xff", 65533},                     // invalid UTF-8 decodes to U+FFFD
+	}
+	for _, tt := range tests {
+		if got := TagsCode(tt.tag); got != tt.want {
+			t.Errorf("TagsCode(%q) = %d, want %d", tt.tag, got, tt.want)
 		}
 	}
 }
