@@ -180,6 +180,9 @@ func TestTagsCode(t *testing.T) {
 		{"😀", 1772899},                      // surrogate pair 0xD83D*31 + 0xDE00
 		{"a😀b", 57849694},                   // pair inside a string
 		{"\xff", 65533},                     // invalid UTF-8 decodes to U+FFFD
+		{"héllo", 103094734},
+		{"zzzzzzzz", -1910022912},
+		{"😀x", 54959989},
 	}
 	for _, tt := range tests {
 		if got := TagsCode(tt.tag); got != tt.want {
