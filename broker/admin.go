@@ -4,21 +4,29 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
-// brokerVersion is the RocketMQ version this broker announces (V4_9_7).
-const brokerVersion = "V4_9_7"
+// The RocketMQ version this broker announces, and versions that gate behaviour
+// (Java's MQVersion.Version ordinals).
+const (
+	brokerVersion     = "V4_9_7"
+	brokerVersionCode = 407 // V4_9_7
+	versionV3_4_9     = 121 // clients from here send maxReconsumeTimes
+)
 
 func (b *Broker) registerAdmin(pool *remoting.Pool) {
 	for code, f := range map[int16]remoting.HandlerFunc{
@@ -39,6 +47,7 @@ func (b *Broker) registerAdmin(pool *remoting.Pool) {
 		remoting.InvokeBrokerToResetOffset:        b.handleResetOffset,
 		remoting.CloneGroupOffset:                 b.handleCloneGroupOffset,
 		remoting.GetAllConsumerOffset:             b.handleGetAllConsumerOffset,
+		remoting.QueryTopicConsumeByWho:           b.handleTopicConsumeByWho,
 	} {
 		b.server.Handle(code, f, pool)
 	}
@@ -150,7 +159,7 @@ func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req 
 		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist", topic))
 	}
 	name := b.cfg.Get().BrokerName
-	table := map[messageQueue]any{}
+	table := map[protocol.MessageQueue]topicOffset{}
 	for q := range int32(tc.WriteQueueNums) {
 		o := topicOffset{MinOffset: max(b.store.MinOffset(topic, q), 0), MaxOffset: max(b.store.MaxOffset(topic, q), 0)}
 		if o.MaxOffset > 0 {
@@ -158,10 +167,14 @@ func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req 
 				o.LastUpdateTimestamp = ts
 			}
 		}
-		table[messageQueue{BrokerName: name, QueueID: q, Topic: topic}] = o
+		table[protocol.MessageQueue{BrokerName: name, QueueID: q, Topic: topic}] = o
+	}
+	enc, err := protocol.EncodeMQTable(table)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = withTable("offsetTable", mqTable(table), nil)
+	resp.Body = fmt.Appendf(nil, `{"offsetTable":%s}`, enc)
 	return resp
 }
 
@@ -170,7 +183,7 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 	producers, consumers := b.clients.Counts()
 	table := map[string]string{
 		"brokerVersionDesc":                    brokerVersion,
-		"brokerVersion":                        strconv.Itoa(int(remoting.Version)),
+		"brokerVersion":                        strconv.Itoa(brokerVersionCode),
 		"bootTimestamp":                        strconv.FormatInt(b.startTime.UnixMilli(), 10),
 		"runtime":                              fmt.Sprintf("[ %s ]", time.Since(b.startTime).Round(time.Second)),
 		"commitLogMaxOffset":                   strconv.FormatInt(b.store.MaxPhyOffset(), 10),
@@ -184,7 +197,12 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 		"pageCacheLockTimeMills":               "0",
 		"sendThreadPoolQueueHeadWaitTimeMills": "0",
 		"pullThreadPoolQueueHeadWaitTimeMills": "0",
-		"earliestMessageTimeStamp":             "0",
+		"earliestMessageTimeStamp":             strconv.FormatInt(b.earliestMessageTime(), 10),
+		"commitLogDiskRatio":                   fmt.Sprintf("%.4f", diskUsedRatio(c.StorePathRootDir)),
+		"sendThreadPoolQueueSize":              "0",
+		"sendThreadPoolQueueCapacity":          strconv.Itoa(c.SendThreadPoolQueueCapacity),
+		"pullThreadPoolQueueSize":              "0",
+		"pullThreadPoolQueueCapacity":          strconv.Itoa(c.PullThreadPoolQueueCapacity),
 		"startAcceptSendRequestTimeStamp":      "0",
 	}
 	b.stats.table(table)
@@ -258,6 +276,8 @@ func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, re
 	if h.MaxNum <= 0 || h.MaxNum > 64 {
 		h.MaxNum = 64
 	}
+	// Tools ask up to Long.MAX_VALUE; keep the store's time arithmetic clear of overflow.
+	h.EndTimestamp = min(h.EndTimestamp, math.MaxInt64/2)
 	recs, err := b.store.QueryByKey(h.Topic, h.Key, h.MaxNum, h.BeginTimestamp, h.EndTimestamp)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
@@ -271,5 +291,45 @@ func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, re
 	for _, r := range recs {
 		resp.Body = append(resp.Body, r...)
 	}
+	return resp
+}
+
+// earliestMessageTime is the store time of the oldest stored message (now when empty).
+func (b *Broker) earliestMessageTime() int64 {
+	if rec, err := b.store.MessageAt(b.store.MinPhyOffset()); err == nil {
+		if v, err := message.ParseRecord(rec); err == nil {
+			return v.StoreTimestamp()
+		}
+	}
+	return time.Now().UnixMilli()
+}
+
+// diskUsedRatio is the used fraction of the file system holding dir.
+func diskUsedRatio(dir string) float64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil || st.Blocks == 0 {
+		return 0
+	}
+	return 1 - float64(st.Bavail)/float64(st.Blocks)
+}
+
+// handleTopicConsumeByWho serves QUERY_TOPIC_CONSUME_BY_WHO: the groups online on the
+// topic or with offsets in it.
+func (b *Broker) handleTopicConsumeByWho(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.Field("topic")
+	set := map[string]bool{}
+	for _, g := range b.clients.GroupsSubscribing(topic) {
+		set[g] = true
+	}
+	for _, g := range b.offsets.GroupsOf(topic) {
+		set[g] = true
+	}
+	groups := make([]string, 0, len(set))
+	for g := range set {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = protocol.MustEncode(map[string][]string{"groupList": groups})
 	return resp
 }

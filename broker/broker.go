@@ -13,8 +13,10 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/client"
 	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/lock"
 	"github.com/openrmq/rocketmq-operator/broker/longpoll"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -37,8 +39,9 @@ type Broker struct {
 	groups    *metadata.Groups
 	offsets   *metadata.Offsets
 	clients   *client.Registry
-	locks     *client.Locks
+	locks     *lock.Manager
 	holder    *longpoll.Holder
+	sched     *schedule.Service // delayed delivery; nil with a store other than broker/store
 	server    *remoting.Server
 	nsClient  *remoting.Client
 	storeHost netip.AddrPort
@@ -66,7 +69,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		cfg:       config.NewLive(cfg),
 		log:       log,
 		clients:   client.NewRegistry(),
-		locks:     client.NewLocks(60 * time.Second),
+		locks:     lock.NewManager(),
 		opts:      opts,
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -106,6 +109,15 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		sc := cfg.StoreConfig()
 		sc.StoreHost = b.storeHost
 		if b.store, err = openStore(sc); err != nil {
+			return nil, err
+		}
+	}
+	if sa, ok := b.store.(storeAdapter); ok {
+		b.sched, err = schedule.New(sa.s, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
+			log.Warn(fmt.Sprintf(format, args...), "component", "schedule")
+		}})
+		if err != nil {
+			b.store.Close()
 			return nil, err
 		}
 	}
@@ -156,6 +168,7 @@ func (b *Broker) registerProcessors() {
 	h(remoting.LockBatchMQ, b.handleLockBatch, consumers)
 	h(remoting.UnlockBatchMQ, b.handleUnlockBatch, consumers)
 
+	h(remoting.ConsumerSendMsgBack, b.handleSendBack, send)
 	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset, offsets)
 	h(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset, offsets)
 	h(remoting.GetMaxOffset, b.handleGetMaxOffset, admin)
@@ -184,6 +197,9 @@ func (b *Broker) Start() error {
 	}
 	b.log.Info("broker started", "name", c.BrokerName, "cluster", c.BrokerClusterName, "addr", c.BrokerAddr(),
 		"namesrv", c.NamesrvAddr, "store", c.StorePathRootDir)
+	if b.sched != nil {
+		b.sched.Start()
+	}
 	b.registerAll()
 	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
 	b.every(func() time.Duration { return time.Duration(c.FlushConsumerOffsetInterval) * time.Millisecond }, b.persistOffsets, nil)
@@ -258,6 +274,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		b.nsClient.Close()
 		errs = append(errs, b.offsets.Persist(true), b.topics.Persist(), b.groups.Persist())
+		if b.sched != nil {
+			errs = append(errs, b.sched.Close()) // before the store, which flushes what it re-put
+		}
 		errs = append(errs, b.store.Close())
 		b.log.Info("broker stopped", "name", b.cfg.Get().BrokerName)
 	})

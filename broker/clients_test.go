@@ -135,7 +135,7 @@ func TestResetOffsetOffline(t *testing.T) {
 	if stats.Code != remoting.Success {
 		t.Fatalf("consume stats: %v", stats)
 	}
-	if want := `{"consumeTps":0,"offsetTable":{{"brokerName":"broker-test","queueId":0,"topic":"R"}:{"brokerOffset":4,"consumerOffset":0,"lastTimestamp":0}}}`; string(stats.Body) != want {
+	if want := `{"consumeTps":0.0,"offsetTable":{{"brokerName":"broker-test","queueId":0,"topic":"R"}:{"brokerOffset":4,"consumerOffset":0,"lastTimestamp":0}}}`; string(stats.Body) != want {
 		t.Fatalf("consume stats %s", stats.Body)
 	}
 }

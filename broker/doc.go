@@ -13,4 +13,10 @@
 //	admin.go    topics, groups, broker config and runtime info, message lookups
 //	locks.go    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ (orderly consumers)
 //	namesrv.go  registration with the name servers
+//	stats.go    put/get counters for GET_BROKER_RUNTIME_INFO
+//
+// msgstore.go states what the broker needs from a message store (MessageStore) and
+// storeadapter.go fits broker/store to it. Subpackages: config (broker.conf),
+// metadata (topics, groups, offsets files), client (connections and groups),
+// longpoll (held pulls); lock and filter come from their own packages.
 package broker

@@ -3,36 +3,29 @@ package broker
 import (
 	"context"
 
-	"github.com/openrmq/rocketmq-operator/broker/client"
+	"github.com/openrmq/rocketmq-operator/broker/lock"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
-// lockBatchBody is LockBatchRequestBody and UnlockBatchRequestBody.
-type lockBatchBody struct {
-	ConsumerGroup string            `json:"consumerGroup"`
-	ClientID      string            `json:"clientId"`
-	MQSet         []client.QueueKey `json:"mqSet"`
-}
-
 // handleLockBatch serves LOCK_BATCH_MQ: orderly consumers lock the queues they own.
 func (b *Broker) handleLockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var body lockBatchBody
+	var body lock.LockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
 		return req.NewResponse(remoting.SystemError, "lock batch body: "+err.Error())
 	}
-	locked := b.locks.TryLock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	locked := b.locks.LockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
 	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(map[string][]client.QueueKey{"lockOKMQSet": locked})
+	resp.Body = protocol.MustEncode(lock.LockBatchResponseBody{LockOKMQSet: locked})
 	return resp
 }
 
 // handleUnlockBatch serves UNLOCK_BATCH_MQ.
 func (b *Broker) handleUnlockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var body lockBatchBody
+	var body lock.UnlockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
 		return req.NewResponse(remoting.SystemError, "unlock batch body: "+err.Error())
 	}
-	b.locks.Unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	b.locks.UnlockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
 	return req.NewResponse(remoting.Success, "")
 }

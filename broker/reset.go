@@ -61,12 +61,6 @@ func (b *Broker) handleProducerConnections(ctx context.Context, conn *remoting.C
 	return resp
 }
 
-type offsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`
-	ConsumerOffset int64 `json:"consumerOffset"`
-	LastTimestamp  int64 `json:"lastTimestamp"`
-}
-
 func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group := req.Field("consumerGroup")
 	if group == "" {
@@ -77,32 +71,29 @@ func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, re
 		topics = []string{t}
 	}
 	name := b.cfg.Get().BrokerName
-	table := map[messageQueue]any{}
+	st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
 	for _, topic := range topics {
 		tc, ok := b.topics.Get(topic)
 		if !ok {
 			continue
 		}
 		for q := range int32(tc.WriteQueueNums) {
-			w := offsetWrapper{BrokerOffset: b.store.MaxOffset(topic, q), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
+			w := protocol.OffsetWrapper{BrokerOffset: b.store.MaxOffset(topic, q), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
 			if w.ConsumerOffset > 0 {
 				if ts, err := b.store.StoreTime(topic, q, w.ConsumerOffset-1); err == nil {
 					w.LastTimestamp = ts
 				}
 			}
-			table[messageQueue{BrokerName: name, QueueID: q, Topic: topic}] = w
+			st.OffsetTable[protocol.MessageQueue{BrokerName: name, QueueID: q, Topic: topic}] = w
 		}
 	}
+	body, err := st.Encode()
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
 	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = withTable("offsetTable", mqTable(table), map[string]any{"consumeTps": 0.0})
+	resp.Body = body
 	return resp
-}
-
-type resetOffsetHeader struct {
-	Topic     string `rmq:"topic,required"`
-	Group     string `rmq:"group,required"`
-	Timestamp int64  `rmq:"timestamp,required"`
-	IsForce   bool   `rmq:"isForce"`
 }
 
 // handleResetOffset moves a group's offsets in a topic to the first message stored at or
@@ -110,7 +101,7 @@ type resetOffsetHeader struct {
 // offsets are committed here, so an offline group restarts from them, and pushed to the
 // online consumers with RESET_CONSUMER_CLIENT_OFFSET.
 func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var h resetOffsetHeader
+	var h protocol.ResetOffsetRequestHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
@@ -119,7 +110,7 @@ func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req
 		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("[reset-offset] topic %s does not exist", h.Topic))
 	}
 	name := b.cfg.Get().BrokerName
-	table := map[messageQueue]any{}
+	reset := protocol.ResetOffsetBody{OffsetTable: map[protocol.MessageQueue]int64{}}
 	offsets := map[int32]int64{}
 	for q := range int32(tc.WriteQueueNums) {
 		target := b.store.MaxOffset(h.Topic, q)
@@ -131,13 +122,16 @@ func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req
 			target = current
 		}
 		offsets[q] = target
-		table[messageQueue{BrokerName: name, QueueID: q, Topic: h.Topic}] = target
+		reset.OffsetTable[protocol.MessageQueue{BrokerName: name, QueueID: q, Topic: h.Topic}] = target
 	}
 	b.offsets.Set(h.Group, h.Topic, offsets)
 	if err := b.offsets.Persist(false); err != nil {
 		b.log.Error("cannot persist consumer offsets", "err", err)
 	}
-	body := withTable("offsetTable", mqTable(table), nil)
+	body, err := reset.Encode()
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
 	notified := 0
 	if g, ok := b.clients.Consumer(h.Group); ok {
 		for c := range g.Channels {
@@ -157,15 +151,8 @@ func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req
 	return resp
 }
 
-type cloneOffsetHeader struct {
-	SrcGroup  string `rmq:"srcGroup,required"`
-	DestGroup string `rmq:"destGroup,required"`
-	Topic     string `rmq:"topic"`
-	Offline   bool   `rmq:"offline"`
-}
-
 func (b *Broker) handleCloneGroupOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var h cloneOffsetHeader
+	var h protocol.CloneGroupOffsetRequestHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}

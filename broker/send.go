@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
@@ -204,7 +205,7 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 			return req.NewResponse(remoting.SubscriptionNotExist, "subscription group not exist, "+group)
 		}
 		maxTimes := int32(gc.RetryMaxTimes)
-		if h.MaxReconsumeTimes != nil && req.Version >= 0x170 /* V3_4_9 */ {
+		if h.MaxReconsumeTimes != nil && req.Version >= versionV3_4_9 {
 			maxTimes = *h.MaxReconsumeTimes
 		}
 		if h.ReconsumeTimes > maxTimes {
@@ -226,15 +227,16 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 		m.Topic, m.QueueID = protocol.TransHalfTopic, 0
 		return b.setProperties(req, m, props)
 	}
-	if d, err := strconv.Atoi(props[message.PropertyDelayTimeLevel]); err == nil && d > 0 {
-		levels, _ := store.ParseDelayLevels(c.MessageDelayLevel)
-		d = min(d, len(levels))
-		props[message.PropertyRealTopic] = m.Topic
-		props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-		m.Topic, m.QueueID = protocol.ScheduleTopic, int32(d-1)
-		return b.setProperties(req, m, props)
+	if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
+		return req.NewResponse(remoting.MessageIllegal, err.Error())
 	}
 	return nil
+}
+
+// maxDelayLevel is the number of configured delay levels.
+func (b *Broker) maxDelayLevel() int {
+	levels, _ := store.ParseDelayLevels(b.cfg.Get().MessageDelayLevel)
+	return len(levels)
 }
 
 func (b *Broker) setProperties(req *remoting.Command, m *message.Message, props map[string]string) *remoting.Command {

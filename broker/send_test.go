@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestQueryMessageByKey(t *testing.T) {
 	tb.sendV2("Q", 0, "", "one") // KEYS k-one
 	tb.sendV2("Q", 0, "", "two")
 	q := map[string]string{"topic": "Q", "key": "k-two", "maxNum": "32", "beginTimestamp": "0",
-		"endTimestamp": strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)}
+		"endTimestamp": strconv.FormatInt(math.MaxInt64, 10)}
 	var resp *remoting.Command
 	waitFor(t, func() bool {
 		resp = tb.invoke(remoting.QueryMessage, q, nil)
@@ -102,4 +103,28 @@ func TestQueryMessageByKey(t *testing.T) {
 	if resp := tb.invoke(remoting.QueryMessage, q, nil); resp.Code != remoting.QueryNotFound {
 		t.Fatalf("query unknown key: %v", resp)
 	}
+}
+
+func TestSendBackGoesToRetryThenDLQ(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic("SB", 1)
+	resp := tb.sendV2("SB", 0, "", "fail-me")
+	_, phy, _ := message.ParseOffsetMsgID(resp.Field("msgId"))
+	back := func(offset int64, maxTimes string) *remoting.Command {
+		return tb.invoke(remoting.ConsumerSendMsgBack, map[string]string{"offset": strconv.FormatInt(offset, 10),
+			"group": "sbg", "delayLevel": "0", "originMsgId": resp.Field("msgId"), "originTopic": "SB",
+			"unitMode": "false", "maxReconsumeTimes": maxTimes}, nil)
+	}
+	if r := back(phy, "16"); r.Code != remoting.Success {
+		t.Fatalf("send back: %v", r)
+	}
+	// First retry: delay level 3, queue 2 of SCHEDULE_TOPIC_XXXX, bound for %RETRY%sbg.
+	waitFor(t, func() bool { return tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) == 1 })
+	if _, ok := tb.topics.Get("%RETRY%sbg"); !ok {
+		t.Fatal("retry topic not created")
+	}
+	if r := back(phy, "0"); r.Code != remoting.Success {
+		t.Fatalf("send back past the limit: %v", r)
+	}
+	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%sbg", 0) == 1 })
 }

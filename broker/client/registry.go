@@ -4,7 +4,6 @@ package client
 
 import (
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -31,7 +30,7 @@ type Channel struct {
 	LastUpdate time.Time
 }
 
-// Info describes a channel for GET_CONSUMER_CONNECTION_LIST.
+// Addr is the client's address.
 func (c *Channel) Addr() string { return c.Conn.RemoteAddr() }
 
 // ConsumerGroup is a consumer group's live state.
@@ -301,6 +300,3 @@ func (r *Registry) Counts() (producers, consumers int) {
 	}
 	return producers, consumers
 }
-
-// VersionString renders a remoting version for connection lists.
-func VersionString(v int16) string { return "V" + strconv.Itoa(int(v)) }

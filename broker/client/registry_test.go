@@ -3,28 +3,39 @@ package client
 import (
 	"testing"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
-func TestLocks(t *testing.T) {
-	l := NewLocks(time.Minute)
+func TestRegistryMembership(t *testing.T) {
+	r := NewRegistry()
+	c1, c2 := &remoting.Conn{}, &remoting.Conn{}
 	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
-	q := []QueueKey{{Topic: "t", BrokerName: "b", QueueID: 0}, {Topic: "t", BrokerName: "b", QueueID: 1}}
-	if got := l.TryLock("g", "c1", q); len(got) != 2 {
-		t.Fatalf("c1 locked %v", got)
+	reg := ConsumerRegistration{Group: "g", MessageModel: "CLUSTERING",
+		Subscriptions: []SubscriptionData{{Topic: "t", SubString: "*", SubVersion: 1}}}
+	if changed, subs := r.RegisterConsumer(reg, Channel{Conn: c1, ClientID: "a", LastUpdate: now}); !changed || !subs {
+		t.Fatalf("first registration: changed=%v subs=%v", changed, subs)
 	}
-	if got := l.TryLock("g", "c2", q[:1]); len(got) != 0 {
-		t.Fatalf("c2 took a held lock: %v", got)
+	if changed, _ := r.RegisterConsumer(reg, Channel{Conn: c1, ClientID: "a", LastUpdate: now.Add(time.Second)}); changed {
+		t.Fatal("a heartbeat of a known channel changed the membership")
 	}
-	if got := l.TryLock("other", "c2", q[:1]); len(got) != 1 {
-		t.Fatalf("locks are per group: %v", got)
+	if changed, _ := r.RegisterConsumer(reg, Channel{Conn: c2, ClientID: "b", LastUpdate: now}); !changed {
+		t.Fatal("a new channel did not change the membership")
 	}
-	now = now.Add(61 * time.Second)
-	if got := l.TryLock("g", "c2", q[:1]); len(got) != 1 {
-		t.Fatalf("expired lock not taken: %v", got)
+	g, _ := r.Consumer("g")
+	if ids := g.ClientIDs(); len(ids) != 2 || ids[0] != "a" || ids[1] != "b" {
+		t.Fatalf("ids %v", ids)
 	}
-	l.Unlock("g", "c1", q) // c1 no longer holds queue 0; queue 1 is released
-	if got := l.TryLock("g", "c3", q); len(got) != 1 || got[0].QueueID != 1 {
-		t.Fatalf("after unlock: %v", got)
+	if exp := r.Expired(now.Add(500 * time.Millisecond)); len(exp) != 1 || exp[0] != c2 {
+		t.Fatalf("expired %v", exp)
+	}
+	if left := r.RemoveConn(c2); len(left) != 1 || left[0] != "g" {
+		t.Fatalf("groups that lost a member: %v", left)
+	}
+	if left := r.RemoveConn(c1); len(left) != 0 {
+		t.Fatalf("an emptied group is not notified: %v", left)
+	}
+	if _, ok := r.Consumer("g"); ok {
+		t.Fatal("empty group kept")
 	}
 }

@@ -9,37 +9,12 @@ import (
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
-// SubscriptionGroupConfig is a consumer group's broker-side settings, as Java's
-// SubscriptionGroupConfig serializes them.
-type SubscriptionGroupConfig struct {
-	GroupName                      string `json:"groupName"`
-	ConsumeEnable                  bool   `json:"consumeEnable"`
-	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
-	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
-	RetryQueueNums                 int    `json:"retryQueueNums"`
-	RetryMaxTimes                  int    `json:"retryMaxTimes"`
-	BrokerID                       int64  `json:"brokerId"`
-	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
-	NotifyConsumerIDsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
-}
+// SubscriptionGroupConfig is a consumer group's broker-side settings (the wire type).
+type SubscriptionGroupConfig = protocol.SubscriptionGroupConfig
 
 // NewSubscriptionGroupConfig returns Java's defaults for group.
 func NewSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
-	return SubscriptionGroupConfig{
-		GroupName: group, ConsumeEnable: true, ConsumeFromMinEnable: true, ConsumeBroadcastEnable: true,
-		RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1, NotifyConsumerIDsChangedEnable: true,
-	}
-}
-
-// UnmarshalJSON fills absent fields with the defaults, as Java's field initializers do.
-func (g *SubscriptionGroupConfig) UnmarshalJSON(b []byte) error {
-	type plain SubscriptionGroupConfig
-	p := plain(NewSubscriptionGroupConfig(""))
-	if err := protocol.Decode(b, &p); err != nil {
-		return err
-	}
-	*g = SubscriptionGroupConfig(p)
-	return nil
+	return protocol.NewSubscriptionGroupConfig(group)
 }
 
 // systemGroups are the groups a Java broker creates at start.

@@ -144,6 +144,18 @@ func (s *Service) Close() error {
 	return s.Persist()
 }
 
+// halt stops delivery without writing the offsets: what a crash leaves
+// behind (tests).
+func (s *Service) halt() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
 // Offsets returns the in-memory next offset of every level.
 func (s *Service) Offsets() map[int]int64 {
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"log"
+	"os"
 	"syscall"
 	"time"
 )
@@ -105,4 +106,12 @@ func (cl *commitLog) deleteExpired(now time.Time, keep time.Duration, force bool
 		n++
 	}
 	return n
+}
+
+func statPath(path string) (time.Time, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
 }

@@ -28,7 +28,7 @@ func TestRetentionByAgeAtDeleteHour(t *testing.T) {
 	clock := time.Now()
 	cfg.Now = func() time.Time { return clock }
 	s := mustOpen(t, cfg)
-	defer s.Close()
+	defer func() { s.Close() }() // s is reopened below
 	fillSegments(t, s, "E", 3)
 	cqFiles := len(s.queue("E", 0).files)
 	idxFiles := len(s.index.files)

@@ -30,13 +30,21 @@ type commitLog struct {
 	flushMu sync.Mutex   // serialises flush
 
 	syncHook atomic.Pointer[func()] // tests: runs before each segment sync
+
+	// spare is the next segment, created ahead of need by allocLoop so a
+	// roll does not wait for file creation. Guarded by spareMu; it is not
+	// part of segs until the writer takes it.
+	createMu  sync.Mutex // serialises segment file creation (writer and allocLoop)
+	spareMu   sync.Mutex
+	spare     *mmapfile.File
+	wantSpare chan struct{}
 }
 
 func openCommitLog(dir string, segSize int) (*commitLog, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	cl := &commitLog{dir: dir, segSize: segSize}
+	cl := &commitLog{dir: dir, segSize: segSize, wantSpare: make(chan struct{}, 1)}
 	names, err := listNumbered(dir)
 	if err != nil {
 		return nil, err
@@ -84,6 +92,12 @@ func listNumbered(dir string) ([]int64, error) {
 }
 
 func (cl *commitLog) close() {
+	cl.spareMu.Lock()
+	if cl.spare != nil {
+		cl.spare.Close() // kept on disk: recovery drops it as an empty segment
+		cl.spare = nil
+	}
+	cl.spareMu.Unlock()
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	for _, s := range cl.segs {
@@ -126,16 +140,77 @@ func (cl *commitLog) lastSegment() *mmapfile.File {
 	return cl.segs[len(cl.segs)-1]
 }
 
-// newSegment creates the segment starting at start. Writer only.
+// newSegment adds the segment starting at start, taking the spare when it
+// fits, else creating the file now. Writer only.
 func (cl *commitLog) newSegment(start int64) (*mmapfile.File, error) {
-	f, err := mmapfile.Create(filepath.Join(cl.dir, mmapfile.Name(start)), start, cl.segSize)
-	if err != nil {
-		return nil, fmt.Errorf("%w: new commitlog segment: %w", ErrWriteFailed, err)
+	cl.createMu.Lock()
+	defer cl.createMu.Unlock()
+	cl.spareMu.Lock()
+	f := cl.spare
+	cl.spare = nil
+	cl.spareMu.Unlock()
+	if f != nil && f.Start != start {
+		f.TryDestroy()
+		f = nil
+	}
+	if f == nil {
+		var err error
+		f, err = mmapfile.Create(filepath.Join(cl.dir, mmapfile.Name(start)), start, cl.segSize)
+		if err != nil {
+			return nil, fmt.Errorf("%w: new commitlog segment: %w", ErrWriteFailed, err)
+		}
 	}
 	cl.mu.Lock()
 	cl.segs = append(cl.segs, f)
 	cl.mu.Unlock()
+	select { // ask for the next spare
+	case cl.wantSpare <- struct{}{}:
+	default:
+	}
 	return f, nil
+}
+
+// allocLoop creates the spare segment after each roll (and at start).
+func (cl *commitLog) allocLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-cl.wantSpare:
+		}
+		cl.makeSpare()
+	}
+}
+
+func (cl *commitLog) makeSpare() {
+	cl.createMu.Lock()
+	defer cl.createMu.Unlock()
+	last := cl.lastSegment()
+	cl.spareMu.Lock()
+	have := cl.spare != nil
+	cl.spareMu.Unlock()
+	if last == nil || have {
+		return
+	}
+	next := last.Start + int64(cl.segSize)
+	f, err := mmapfile.Create(filepath.Join(cl.dir, mmapfile.Name(next)), next, cl.segSize)
+	if err != nil {
+		return // the writer will try itself when it needs it, and report the error
+	}
+	cl.spareMu.Lock()
+	cl.spare = f
+	cl.spareMu.Unlock()
+}
+
+// dropSpare removes an unused spare (clean close), so that the newest
+// segment on disk always holds the tail.
+func (cl *commitLog) dropSpare() {
+	cl.spareMu.Lock()
+	defer cl.spareMu.Unlock()
+	if cl.spare != nil {
+		cl.spare.TryDestroy()
+		cl.spare = nil
+	}
 }
 
 // reserve returns the segment and position where size bytes can be written

@@ -153,18 +153,18 @@ func (cq *consumeQueue) entry(off int64) (cqEntry, bool) {
 	return getEntry(b), true
 }
 
-// put writes the entry for queue offset off. Dispatcher only. An entry
-// below maxOffset is a replay and is skipped.
-func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) error {
+// put writes the entry for queue offset off and reports whether it did.
+// Dispatcher only. An entry below maxOffset is a replay and is skipped.
+func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) (bool, error) {
 	if off < cq.maxOffset.Load() {
-		return nil
+		return false, nil
 	}
 	pos := off * CQEntrySize
 	f := cq.file(off)
 	if f == nil {
 		var err error
 		if f, err = cq.newFile(pos - pos%int64(cq.fileSize)); err != nil {
-			return err
+			return false, err
 		}
 		f.Hold()
 	}
@@ -174,7 +174,7 @@ func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) error {
 	binary.BigEndian.PutUint32(f.Data[p+8:], uint32(size))
 	binary.BigEndian.PutUint64(f.Data[p+12:], uint64(tagsCode))
 	cq.maxOffset.Store(off + 1) // publish after the bytes are in place
-	return nil
+	return true, nil
 }
 
 func (cq *consumeQueue) newFile(start int64) (*mmapfile.File, error) {

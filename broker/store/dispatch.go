@@ -139,10 +139,11 @@ func (s *Store) dispatchRecord(v *message.RecordView, phy int64) error {
 			return err
 		}
 		qoff := v.QueueOffset()
-		if err := cq.put(qoff, phy, int32(v.Size()), tagsCode); err != nil {
+		added, err := cq.put(qoff, phy, int32(v.Size()), tagsCode)
+		if err != nil {
 			return err
 		}
-		if ls := s.listeners.Load(); ls != nil {
+		if ls := s.listeners.Load(); ls != nil && added {
 			a := Arrival{Topic: cq.topic, QueueID: cq.queueID, QueueOffset: qoff, MaxOffset: cq.maxOffset.Load(),
 				TagsCode: tagsCode, StoreTimestamp: v.StoreTimestamp(), Properties: props}
 			for _, fn := range *ls {

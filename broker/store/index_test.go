@@ -13,7 +13,7 @@ func TestIndexQuery(t *testing.T) {
 	clock := time.UnixMilli(1_700_000_000_000)
 	cfg.Now = func() time.Time { return clock }
 	s := mustOpen(t, cfg)
-	defer s.Close()
+	defer func() { s.Close() }() // s is reopened below
 	var offs []int64
 	for i := range 60 {
 		clock = clock.Add(time.Second)

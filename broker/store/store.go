@@ -14,9 +14,15 @@ import (
 // Store is the message store: commitlog, consume queues, index, flushing,
 // recovery and retention. All methods are safe for concurrent use.
 //
-// Lock order (outer first): putMu, flushMu, cqMu, consumeQueue.mu /
-// commitLog.mu / indexService.mu. Mapped-file references are taken inside
-// and released without holding locks.
+// Lock order (outer first; no other nesting):
+//
+//	putMu -> commitLog.createMu -> commitLog.spareMu | commitLog.mu
+//	dispMu -> cqMu -> consumeQueue.mu;  dispMu -> indexService.mu
+//	flushMu -> commitLog.flushMu -> commitLog.mu | consumeQueue.mu | indexService.mu
+//	groupCommit.mu is a leaf.
+//
+// Mapped-file references (Hold/Release) are lock-free and may outlive the
+// locks under which the file was found.
 type Store struct {
 	cfg         Config
 	delayLevels []time.Duration
@@ -104,7 +110,9 @@ func Open(cfg Config) (*Store, error) {
 }
 
 func (s *Store) start() {
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go func() { defer s.wg.Done(); s.cl.allocLoop(s.stop) }()
+	s.cl.wantSpare <- struct{}{} // first spare now (buffered, cannot block)
 	go s.dispatchLoop()
 	go s.flushLoop()
 	go s.cleanLoop()
@@ -124,6 +132,7 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.putMu.Unlock()
 	s.wg.Wait()
+	s.cl.dropSpare()    // the newest segment on disk must hold the tail
 	err := s.dispatch() // catch up with the tail
 	if err == nil {
 		err = s.flushAll()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
@@ -175,5 +176,48 @@ func TestBatchAppend(t *testing.T) {
 	}
 	if _, err := s.PutMessages([]*message.Message{newMsg("B", 0, "x", nil), newMsg("B", 1, "y", nil)}); !errors.Is(err, ErrBadMessage) {
 		t.Fatalf("mixed batch: %v", err)
+	}
+}
+
+// TestSpareSegment checks the next segment is created ahead of the roll,
+// taken by the writer, and removed by a clean Close.
+func TestSpareSegment(t *testing.T) {
+	cfg := testConfig(t)
+	s := mustOpen(t, cfg)
+	mustPut(t, s, newMsg("S", 0, "x", nil))
+	next := filepath.Join(cfg.commitLogDir(), "00000000000000065536")
+	waitFile := func(want bool) {
+		t.Helper()
+		for range 500 {
+			if _, err := os.Stat(next); (err == nil) == want {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		t.Fatalf("spare %s present=%v never reached", next, want)
+	}
+	waitFile(true)
+	s.cl.spareMu.Lock()
+	spare := s.cl.spare
+	s.cl.spareMu.Unlock()
+	if spare == nil || spare.Start != 65536 {
+		t.Fatal("no spare segment held")
+	}
+	for s.CommitLogMaxOffset() < 65536 {
+		mustPut(t, s, newMsg("S", 0, strings.Repeat("y", 1000), nil))
+	}
+	if last := s.cl.lastSegment(); last != spare {
+		t.Fatal("roll did not take the spare")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.commitLogDir(), "00000000000000131072")); !os.IsNotExist(err) {
+		t.Fatalf("unused spare left after Close: %v", err)
+	}
+	s = mustOpen(t, cfg)
+	defer s.Close()
+	if !s.CleanStart {
+		t.Fatal("not a clean start after Close")
 	}
 }

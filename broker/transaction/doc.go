@@ -25,8 +25,9 @@
 //     are put again at the end of the half queue with TRANSACTION_CHECK_TIMES
 //     incremented, and the Checker is called with that copy, whose offsets
 //     the producer's answer (END_TRANSACTION with fromTransactionCheck)
-//     will name. A half message already checked CheckMax (15) times is
-//     discarded with a log line. The scan stops at the first message that
+//     will name. A half message already checked CheckMax (15) times, or
+//     born more than FileReservedTime (72 h) ago, is discarded with a log
+//     line: moved to TRANS_CHECK_MAX_TIME_TOPIC (never delivered), as Java. The scan stops at the first message that
 //     is not yet due (later ones are younger) and at messages put after
 //     the scan began.
 //
@@ -37,9 +38,11 @@
 // message to look at) and RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0 (first op
 // not yet known to be done), through the Offsets interface, which the
 // broker's consumerOffset.json table (metadata.Offsets) satisfies; the
-// broker persists it with the other offsets. Offsets are committed only
-// after the copies put by the scan are flushed (store FlushedOffset), so a
-// crash never skips a pending half message. Lost progress (a crash before
+// broker persists it with the other offsets. The scan keeps its position
+// in memory and commits a position only once the copies it put before it
+// are flushed (store FlushedOffset; checked at the next scan) or at Close
+// (close the Service before the store and persist the offsets table after
+// it), so a crash never skips a pending half message. Lost progress (a crash before
 // consumerOffset.json was written) only means that some half messages are
 // looked at again: they may be checked once more (a check is a question to
 // the producer, and the producer's answer names one copy's offsets).

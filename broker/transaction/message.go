@@ -12,6 +12,10 @@ import (
 const (
 	HalfTopic = "RMQ_SYS_TRANS_HALF_TOPIC"
 	OpTopic   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	// DiscardTopic receives half messages checked too often (1 queue;
+	// the broker registers it, perm 6, like Java's
+	// createTopicOfTranCheckMaxTime).
+	DiscardTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
 	// SysGroup is the consumer group whose offsets record the check progress.
 	SysGroup = "CID_RMQ_SYS_TRANS"
 	// RemoveTag tags op messages.
@@ -20,14 +24,26 @@ const (
 	halfQueueID int32 = 0
 )
 
-// Errors of EndTransaction; the broker answers SYSTEM_ERROR with the
-// error text as remark, as Java does.
+// Errors of EndTransaction; the broker answers SYSTEM_ERROR with Remark(err).
 var (
-	ErrHalfNotFound = errors.New("Find prepared transaction message failed")
-	ErrWrongGroup   = errors.New("The producer group wrong")
-	ErrWrongOffset  = errors.New("The transaction state table offset wrong")
+	ErrHalfNotFound = errors.New("transaction: prepared message not found")
+	ErrWrongGroup   = errors.New("transaction: producer group does not match")
+	ErrWrongOffset  = errors.New("transaction: transaction state table offset does not match")
 	ErrNotHalf      = errors.New("transaction: message is not a half message")
 )
+
+// Remark is the response remark Java's broker gives for err.
+func Remark(err error) string {
+	switch {
+	case errors.Is(err, ErrHalfNotFound), errors.Is(err, ErrNotHalf):
+		return "Find prepared transaction message failed"
+	case errors.Is(err, ErrWrongGroup):
+		return "The producer group wrong"
+	case errors.Is(err, ErrWrongOffset):
+		return "The transaction state table offset wrong"
+	}
+	return err.Error()
+}
 
 // IsPrepared reports whether a sent message is the first phase of a
 // transaction (sysflag PREPARED).
@@ -71,8 +87,8 @@ func realMessage(h *message.MessageExt) (*message.Message, error) {
 	}
 	return &message.Message{
 		Topic: topic, QueueID: int32(qid), Flag: h.Flag,
-		SysFlag:        message.ResetTransactionType(h.SysFlag, message.TransactionCommitType),
-		Body:           h.Body, Properties: p, BornTimestamp: h.BornTimestamp, BornHost: h.BornHost,
+		SysFlag: message.ResetTransactionType(h.SysFlag, message.TransactionCommitType),
+		Body:    h.Body, Properties: p, BornTimestamp: h.BornTimestamp, BornHost: h.BornHost,
 		ReconsumeTimes: h.ReconsumeTimes, PreparedTransactionOffset: h.PhysicalOffset,
 	}, nil
 }

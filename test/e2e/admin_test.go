@@ -99,6 +99,7 @@ func resetOffset(t *testing.T, b *brokerProc, group, topic string, ts int64) {
 // first message stored at a time, for an offline group (its next consumer starts there)
 // and for an online one (its consumers are told and consume again from there).
 func TestResetOffsetByTimestamp(t *testing.T) {
+	t.Parallel()
 	const topic = "E2EReset"
 	createTopic(t, shared, topic, 2)
 	p := newProducer(t, "E2EResetP")

@@ -1,0 +1,81 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/openrmq/rocketmq-operator/broker/retry"
+	"github.com/openrmq/rocketmq-operator/broker/schedule"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// sendBackHeader is ConsumerSendMsgBackRequestHeader.
+type sendBackHeader struct {
+	Offset            int64  `rmq:"offset,required"`
+	Group             string `rmq:"group,required"`
+	DelayLevel        int32  `rmq:"delayLevel,required"`
+	OriginMsgID       string `rmq:"originMsgId"`
+	OriginTopic       string `rmq:"originTopic"`
+	UnitMode          bool   `rmq:"unitMode"`
+	MaxReconsumeTimes *int32 `rmq:"maxReconsumeTimes"`
+}
+
+// handleSendBack serves CONSUMER_SEND_MSG_BACK: a consumer gives back a message it
+// failed to consume. It goes to %RETRY%<group> through SCHEDULE_TOPIC_XXXX (delay level
+// 3 + reconsume times), or to %DLQ%<group> once retried too often.
+func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h sendBackHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	c := b.cfg.Get()
+	gc, ok, err := b.groups.GetOrCreate(h.Group, c.AutoCreateSubscriptionGroup)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return req.NewResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+h.Group)
+	}
+	if !protocol.IsWriteable(c.BrokerPermission) {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
+	}
+	rec, err := b.store.MessageAt(h.Offset)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", h.Offset))
+	}
+	orig, err := message.DecodeRecord(rec, false)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", h.Offset, err))
+	}
+	r := retry.Request{Group: h.Group, DelayLevel: h.DelayLevel, RetryMaxTimes: int32(gc.RetryMaxTimes),
+		RetryQueueNums: int32(gc.RetryQueueNums), RetryDisabled: gc.RetryQueueNums <= 0}
+	if req.Version >= versionV3_4_9 {
+		r.MaxReconsumeTimes = h.MaxReconsumeTimes
+	}
+	res, err := retry.Build(orig, r, func(n int32) int32 { return rand.Int32N(n) })
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if res.Drop {
+		return req.NewResponse(remoting.Success, "")
+	}
+	perm := retry.TopicPerm
+	if _, err := b.topics.Ensure(res.Topic, int(res.QueueNums), perm, 0); err != nil {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("topic[%s] not exist: %v", res.Topic, err))
+	}
+	m := res.Message
+	m.BornHost = orig.BornHost
+	if !res.DLQ {
+		if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
+			return req.NewResponse(remoting.SystemError, err.Error())
+		}
+	}
+	if _, err := b.store.PutMessages([]*message.Message{m}); err != nil {
+		return putErrorResponse(req, err)
+	}
+	b.stats.put.Add(1)
+	return req.NewResponse(remoting.Success, "")
+}
