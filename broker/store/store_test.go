@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,5 +220,24 @@ func TestSpareSegment(t *testing.T) {
 	defer s.Close()
 	if !s.CleanStart {
 		t.Fatal("not a clean start after Close")
+	}
+}
+
+// A message without a born host (a client that sent none) is stored with 0.0.0.0 and
+// must not poison the writer for the messages after it.
+func TestPutWithoutBornHost(t *testing.T) {
+	s := mustOpen(t, testConfig(t))
+	defer s.Close()
+	m := newMsg("NoHost", 0, "first", nil)
+	m.BornHost = netip.AddrPort{}
+	mustPut(t, s, m)
+	mustPut(t, s, newMsg("NoHost", 0, "second", nil))
+	waitDispatched(t, s)
+	got := readAll(t, s, "NoHost", 0)
+	if len(got) != 2 || string(got[0].Body) != "first" || string(got[1].Body) != "second" {
+		t.Fatalf("read back %d messages: %v", len(got), got)
+	}
+	if got[0].BornHost.Addr() != netip.IPv4Unspecified() {
+		t.Errorf("born host stored as %v, want 0.0.0.0", got[0].BornHost)
 	}
 }

@@ -133,9 +133,9 @@ func putHost(dst []byte, a netip.AddrPort) int {
 		binary.BigEndian.PutUint32(dst[16:], uint32(a.Port()))
 		return 20
 	}
-	b := addr.Unmap().As4()
-	if !addr.IsValid() {
-		b = [4]byte{}
+	var b [4]byte // an unknown host is written as 0.0.0.0, never refused
+	if addr.IsValid() {
+		b = addr.Unmap().As4()
 	}
 	copy(dst, b[:])
 	binary.BigEndian.PutUint32(dst[4:], uint32(a.Port()))
