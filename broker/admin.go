@@ -23,9 +23,8 @@ import (
 // The RocketMQ version this broker announces, and versions that gate behaviour
 // (Java's MQVersion.Version ordinals).
 const (
-	brokerVersion     = "V4_9_7"
-	brokerVersionCode = 407 // V4_9_7
-	versionV3_4_9     = 121 // clients from here send maxReconsumeTimes
+	brokerVersion = "V4_9_7" // remoting.Version is its ordinal
+	versionV3_4_9 = 121      // clients from here send maxReconsumeTimes
 )
 
 func (b *Broker) registerAdmin(pool *remoting.Pool) {
@@ -183,7 +182,7 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 	producers, consumers := b.clients.Counts()
 	table := map[string]string{
 		"brokerVersionDesc":                    brokerVersion,
-		"brokerVersion":                        strconv.Itoa(brokerVersionCode),
+		"brokerVersion":                        strconv.Itoa(int(remoting.Version)),
 		"bootTimestamp":                        strconv.FormatInt(b.startTime.UnixMilli(), 10),
 		"runtime":                              fmt.Sprintf("[ %s ]", time.Since(b.startTime).Round(time.Second)),
 		"commitLogMaxOffset":                   strconv.FormatInt(b.store.MaxPhyOffset(), 10),

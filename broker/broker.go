@@ -18,6 +18,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/broker/transaction"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
@@ -41,7 +42,8 @@ type Broker struct {
 	clients   *client.Registry
 	locks     *lock.Manager
 	holder    *longpoll.Holder
-	sched     *schedule.Service // delayed delivery; nil with a store other than broker/store
+	sched     *schedule.Service    // delayed delivery; nil with a store other than broker/store
+	txn       *transaction.Service // transaction ends and checks; nil likewise
 	server    *remoting.Server
 	nsClient  *remoting.Client
 	storeHost netip.AddrPort
@@ -120,6 +122,15 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 			b.store.Close()
 			return nil, err
 		}
+		b.txn = transaction.New(sa.s, b.offsets, b.checkTransaction, transaction.Config{
+			FileReservedTime:   time.Duration(cfg.FileReservedTime) * time.Hour,
+			CheckInterval:      time.Duration(cfg.TransactionCheckInterval) * time.Millisecond,
+			TransactionTimeout: time.Duration(cfg.TransactionTimeOut) * time.Millisecond,
+			CheckMax:           cfg.TransactionCheckMax,
+			Logf: func(format string, args ...any) {
+				log.Warn(fmt.Sprintf(format, args...), "component", "transaction")
+			},
+		})
 	}
 	interval := time.Second
 	if !cfg.LongPollingEnable {
@@ -169,6 +180,7 @@ func (b *Broker) registerProcessors() {
 	h(remoting.UnlockBatchMQ, b.handleUnlockBatch, consumers)
 
 	h(remoting.ConsumerSendMsgBack, b.handleSendBack, send)
+	h(remoting.EndTransaction, b.handleEndTransaction, send)
 	h(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset, offsets)
 	h(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset, offsets)
 	h(remoting.GetMaxOffset, b.handleGetMaxOffset, admin)
@@ -199,6 +211,7 @@ func (b *Broker) Start() error {
 		"namesrv", c.NamesrvAddr, "store", c.StorePathRootDir)
 	if b.sched != nil {
 		b.sched.Start()
+		b.txn.Start()
 	}
 	b.registerAll()
 	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
@@ -273,10 +286,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		b.nsClient.Close()
-		errs = append(errs, b.offsets.Persist(true), b.topics.Persist(), b.groups.Persist())
+		// The services stop before the store, which flushes what they put, and before
+		// the offsets are written (the transaction scan keeps its progress there).
 		if b.sched != nil {
-			errs = append(errs, b.sched.Close()) // before the store, which flushes what it re-put
+			errs = append(errs, b.txn.Close(), b.sched.Close())
 		}
+		errs = append(errs, b.offsets.Persist(true), b.topics.Persist(), b.groups.Persist())
 		errs = append(errs, b.store.Close())
 		b.log.Info("broker stopped", "name", b.cfg.Get().BrokerName)
 	})

@@ -6,6 +6,8 @@
 // registers one processor per request code. Processors live by concern:
 //
 //	send.go     SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE
+//	sendback.go CONSUMER_SEND_MSG_BACK (retry and DLQ, through package retry)
+//	transaction.go END_TRANSACTION and the CHECK_TRANSACTION_STATE callback
 //	pull.go     PULL_MESSAGE and long polling
 //	clients.go  HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, notifications
 //	offsets.go  consumer offsets and queue offset queries
@@ -18,5 +20,6 @@
 // msgstore.go states what the broker needs from a message store (MessageStore) and
 // storeadapter.go fits broker/store to it. Subpackages: config (broker.conf),
 // metadata (topics, groups, offsets files), client (connections and groups),
-// longpoll (held pulls); lock and filter come from their own packages.
+// longpoll (held pulls); lock, filter, retry, schedule (delayed delivery) and
+// transaction come from their own packages.
 package broker

@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/broker/retry"
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/broker/transaction"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
@@ -191,8 +193,8 @@ func (b *Broker) checkMessage(req *remoting.Command, m *message.Message, maxSize
 }
 
 // redirectMessage applies what the broker does to special single messages: retries past
-// their limit go to the DLQ, transaction half messages to RMQ_SYS_TRANS_HALF_TOPIC,
-// delayed messages to SCHEDULE_TOPIC_XXXX.
+// their limit go to the DLQ, transaction half messages to RMQ_SYS_TRANS_HALF_TOPIC
+// (package transaction), delayed messages to SCHEDULE_TOPIC_XXXX (package schedule).
 func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *message.Message) *remoting.Command {
 	c := b.cfg.Get()
 	if strings.HasPrefix(m.Topic, protocol.RetryGroupTopicPrefix) {
@@ -209,23 +211,21 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 			maxTimes = *h.MaxReconsumeTimes
 		}
 		if h.ReconsumeTimes > maxTimes {
-			dlq := protocol.DLQGroupTopicPrefix + group
-			if _, err := b.topics.Ensure(dlq, 1, protocol.PermWrite, 0); err != nil {
+			dlq := retry.DLQTopic(group)
+			if _, err := b.topics.Ensure(dlq, retry.DLQQueueNums, retry.TopicPerm, 0); err != nil {
 				return req.NewResponse(remoting.SystemError, err.Error())
 			}
 			m.Topic, m.QueueID = dlq, 0
 		}
 	}
-	props := message.DecodeProperties(m.Properties)
-	if message.TransactionType(m.SysFlag) == message.TransactionPreparedType || props[message.PropertyTransactionPrepared] == "true" {
+	if transaction.IsPrepared(m) {
 		if c.RejectTransactionMessage {
 			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending transaction message is forbidden", c.BrokerIP1))
 		}
-		props[message.PropertyRealTopic] = m.Topic
-		props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-		m.SysFlag = message.ResetTransactionType(m.SysFlag, message.TransactionNotType)
-		m.Topic, m.QueueID = protocol.TransHalfTopic, 0
-		return b.setProperties(req, m, props)
+		if err := transaction.ToHalf(m); err != nil {
+			return req.NewResponse(remoting.MessageIllegal, err.Error())
+		}
+		return nil
 	}
 	if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
 		return req.NewResponse(remoting.MessageIllegal, err.Error())
@@ -237,15 +237,6 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 func (b *Broker) maxDelayLevel() int {
 	levels, _ := store.ParseDelayLevels(b.cfg.Get().MessageDelayLevel)
 	return len(levels)
-}
-
-func (b *Broker) setProperties(req *remoting.Command, m *message.Message, props map[string]string) *remoting.Command {
-	s, err := message.EncodeProperties(props)
-	if err != nil {
-		return req.NewResponse(remoting.MessageIllegal, err.Error())
-	}
-	m.Properties = s
-	return nil
 }
 
 // addProperty appends key=value unless key is already present.

@@ -128,3 +128,44 @@ func TestSendBackGoesToRetryThenDLQ(t *testing.T) {
 	}
 	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%sbg", 0) == 1 })
 }
+
+func TestTransactionCommitAndRollback(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic("TX", 1)
+	half := func(body string) (qoff string, phy int64) {
+		props, _ := message.EncodeProperties(map[string]string{"TRAN_MSG": "true", "PGROUP": "txp", "UNIQ_KEY": "id-" + body})
+		resp := tb.invoke(remoting.SendMessageV2, map[string]string{
+			"a": "txp", "b": "TX", "c": "TBW102", "d": "4", "e": "0", "f": strconv.Itoa(int(message.TransactionPreparedType)),
+			"g": "1", "h": "0", "i": props, "j": "0", "k": "false", "m": "false"}, []byte(body))
+		if resp.Code != remoting.Success {
+			t.Fatalf("half send: %v", resp)
+		}
+		_, phy, _ = message.ParseOffsetMsgID(resp.Field("msgId"))
+		return resp.Field("queueOffset"), phy
+	}
+	end := func(qoff string, phy int64, how int32) *remoting.Command {
+		return tb.invoke(remoting.EndTransaction, map[string]string{"producerGroup": "txp", "tranStateTableOffset": qoff,
+			"commitLogOffset": strconv.FormatInt(phy, 10), "commitOrRollback": strconv.Itoa(int(how)),
+			"fromTransactionCheck": "false", "msgId": "x"}, nil)
+	}
+	q1, p1 := half("commit-me")
+	q2, p2 := half("roll-me-back")
+	waitFor(t, func() bool { return tb.store.MaxOffset("RMQ_SYS_TRANS_HALF_TOPIC", 0) == 2 })
+	if tb.store.MaxOffset("TX", 0) != 0 {
+		t.Fatal("half message visible before the commit")
+	}
+	if r := end(q1, p1, message.TransactionCommitType); r.Code != remoting.Success {
+		t.Fatalf("commit: %v", r)
+	}
+	if r := end(q2, p2, message.TransactionRollbackType); r.Code != remoting.Success {
+		t.Fatalf("rollback: %v", r)
+	}
+	waitFor(t, func() bool { return tb.store.MaxOffset("TX", 0) == 1 })
+	pulled := tb.invoke(remoting.PullMessage, pullFields("g", "TX", 0, 0, pullSubscription, "*"), nil)
+	if m := decodeAll(t, pulled.Body); len(m) != 1 || string(m[0].Body) != "commit-me" {
+		t.Fatalf("after commit and rollback: %d messages", len(m))
+	}
+	if r := end(q1, p1+1, message.TransactionCommitType); r.Code != remoting.SystemError {
+		t.Fatalf("commit of a wrong offset: %v", r)
+	}
+}

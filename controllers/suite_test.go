@@ -34,6 +34,9 @@ var (
 	k8s     client.Client
 	testEnv *envtest.Environment
 	admin   *fakeAdmin
+	// edge is the ConsumerGroup controller's admin and resolver: the fake, except for the
+	// Broker resources a spec points at loopback brokers (consumergroup_realbroker_test.go).
+	edge *loopbackEdge
 	ctx     context.Context
 	cancel  context.CancelFunc
 )
@@ -72,12 +75,13 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	admin = newFakeAdmin()
+	edge = newLoopbackEdge(admin)
 	rec := mgr.GetEventRecorder("rocketmq-operator")
 	Expect((&NameServerReconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&BrokerReconciler{Client: mgr.GetClient(), Scheme: scheme, Admin: admin,
 		Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&ConsumerGroupReconciler{Client: mgr.GetClient(), Admin: admin,
-		Resolver: StatusResolver{}, Recorder: rec, APIReader: mgr.GetAPIReader(),
+	Expect((&ConsumerGroupReconciler{Client: mgr.GetClient(), Admin: edge,
+		Resolver: edge, Recorder: rec, APIReader: mgr.GetAPIReader(),
 		LagRefresh: time.Second}).SetupWithManager(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()

@@ -79,6 +79,9 @@ type Config struct {
 	SlaveReadEnable             bool   // slaveReadEnable
 	RejectTransactionMessage    bool   // rejectTransactionMessage
 	EnablePropertyFilter        bool   // enablePropertyFilter: allow SQL92 subscriptions
+	TransactionCheckInterval    int    // transactionCheckInterval, ms between scans of half messages
+	TransactionTimeOut          int    // transactionTimeOut, ms before a half message is checked
+	TransactionCheckMax         int    // transactionCheckMax: checks before a half message is dropped
 
 	SendMessageThreadPoolNums    int // sendMessageThreadPoolNums
 	PullMessageThreadPoolNums    int // pullMessageThreadPoolNums
@@ -146,6 +149,9 @@ func Default() *Config {
 		RegisterBrokerTimeoutMills:        6000,
 		FlushConsumerOffsetInterval:       5000,
 		ChannelExpiredTimeout:             120000,
+		TransactionCheckInterval:          60000,
+		TransactionTimeOut:                6000,
+		TransactionCheckMax:               15,
 	}
 }
 
@@ -214,6 +220,9 @@ func (c *Config) keys() []key {
 		{"slaveReadEnable", &c.SlaveReadEnable, true},
 		{"rejectTransactionMessage", &c.RejectTransactionMessage, true},
 		{"enablePropertyFilter", &c.EnablePropertyFilter, true},
+		{"transactionCheckInterval", &c.TransactionCheckInterval, false},
+		{"transactionTimeOut", &c.TransactionTimeOut, false},
+		{"transactionCheckMax", &c.TransactionCheckMax, false},
 		{"sendMessageThreadPoolNums", &c.SendMessageThreadPoolNums, false},
 		{"pullMessageThreadPoolNums", &c.PullMessageThreadPoolNums, false},
 		{"adminBrokerThreadPoolNums", &c.AdminBrokerThreadPoolNums, false},
@@ -245,8 +254,7 @@ var ignored = map[string]bool{
 	"osPageCacheBusyTimeOutMills": true, "fetchNamesrvAddrByAddressServer": true, "aclEnable": true,
 	"warmMapedFileEnable": true, "enableCalcFilterBitMap": true,
 	"isEnableBatchPush": true, "brokerFastFailureEnable": true, "storePathIndex": true,
-	"enableDLegerCommitLog": true, "transactionCheckInterval": true, "transactionTimeOut": true,
-	"transactionCheckMax": true, "filterServerNums": true, "compressedRegister": true,
+	"enableDLegerCommitLog": true, "filterServerNums": true, "compressedRegister": true,
 	"forceRegister": true, "enableConsumeQueueExt": true, "timerWheelEnable": true,
 	"maxDelayTime": true, "isEnableTransferMsgByHeap": true, "transferMsgByHeap": true,
 	"flushLeastPagesWhenWarmMapedFile": true, "flushCommitLogLeastPages": true,
@@ -407,6 +415,8 @@ func (c *Config) Validate() error {
 		return bad("flushConsumerOffsetInterval/flushIntervalCommitLog/flushIntervalConsumeQueue/syncFlushTimeout", "", "must be > 0")
 	case c.ChannelExpiredTimeout <= 0:
 		return bad("channelExpiredTimeout", c.ChannelExpiredTimeout, "must be > 0")
+	case c.TransactionCheckInterval <= 0 || c.TransactionTimeOut <= 0 || c.TransactionCheckMax <= 0:
+		return bad("transactionCheckInterval/transactionTimeOut/transactionCheckMax", "", "must be > 0")
 	}
 	for _, n := range []struct {
 		key string

@@ -67,8 +67,10 @@ const (
 	flagOneway   = 1 << 1
 )
 
-// Version is the protocol version this implementation announces (RocketMQ 4.9.7's V4_9_7).
-const Version int16 = 433
+// Version is the protocol version this implementation announces: RocketMQ 4.9.7, whose
+// MQVersion.Version.V4_9_7 has ordinal 407. Higher numbers make Java clients treat the
+// peer as a 5.x broker.
+const Version int16 = 407
 
 // Command is one remoting request or response.
 type Command struct {

@@ -64,8 +64,11 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.stop()
 	}
+	if oursShared != nil {
+		oursShared.stop()
+	}
 	if code != 0 {
-		fmt.Printf("compat: FAILED; process logs are in %s (go-client.log, namesrv*, java-broker/*)\n", workDir)
+		fmt.Printf("compat: FAILED; process logs are in %s (go-client.log, namesrv*, java-broker/*, ours/broker/broker.log, ours/java-clients/*)\n", workDir)
 	}
 	os.Exit(code)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+	"github.com/openrmq/rocketmq-operator/test/internal/procs"
 )
 
 const mqadminTimeout = 90 * time.Second
@@ -20,16 +21,23 @@ const mqadminTimeout = 90 * time.Second
 // failures rather than exiting non-zero, so callers check the output.
 func mqadmin(t *testing.T, f *fixture, args ...string) string {
 	t.Helper()
+	return runMQAdmin(t, f.java, filepath.Join(f.work, "mqadmin"), f.ns.Addr, args...)
+}
+
+// runMQAdmin runs one mqadmin command with its files under dir against the name server
+// at nsAddr, like mqadmin.
+func runMQAdmin(t *testing.T, java procs.Java, dir, nsAddr string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), mqadminTimeout)
 	defer cancel()
 	name := uniq("mqadmin-" + args[0])
-	out, err := f.java.RunMain(ctx, filepath.Join(f.work, "mqadmin"), name,
-		"org.apache.rocketmq.tools.command.MQAdminStartup", append(args, "-n", f.ns.Addr)...)
+	out, err := java.RunMain(ctx, dir, name,
+		"org.apache.rocketmq.tools.command.MQAdminStartup", append(args, "-n", nsAddr)...)
 	if err != nil {
 		t.Fatalf("mqadmin %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	if strings.Contains(out, "SubCommandException") {
-		t.Fatalf("mqadmin %s through name server %s failed:\n%s", strings.Join(args, " "), f.ns.Addr, out)
+		t.Fatalf("mqadmin %s through name server %s failed:\n%s", strings.Join(args, " "), nsAddr, out)
 	}
 	return out
 }

@@ -68,7 +68,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: namesrv:", err, "\n", ns.output())
 		return 1
 	}
-	shared, err = newBroker(dir, "broker-shared", map[string]string{"enablePropertyFilter": "true"})
+	// Quick transaction checks let TestTransactions see a check-back.
+	shared, err = newBroker(dir, "broker-shared", map[string]string{"enablePropertyFilter": "true",
+		"transactionCheckInterval": "1000", "transactionTimeOut": "1000"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: broker:", err)
 		return 1
