@@ -35,7 +35,7 @@ type loopbackEdge struct {
 	fake BrokerAdmin
 
 	mu        sync.Mutex
-	admins    map[string]BrokerAdmin            // broker addr -> admin
+	admins    map[string]BrokerAdmin              // broker addr -> admin
 	resolvers map[client.ObjectKey]BrokerResolver // Broker resource -> resolver
 }
 
@@ -223,6 +223,21 @@ func (lc *loopbackCluster) offsets(group, topic string) (consumer, end map[int32
 	return consumer, end
 }
 
+// queried reads the group's committed offsets with QUERY_CONSUMER_OFFSET (14), the call a
+// consumer makes when it starts on a queue: queue id -> offset.
+func (lc *loopbackCluster) queried(group, topic string, queues int) map[int32]int64 {
+	GinkgoHelper()
+	out := map[int32]int64{}
+	for q := range queues {
+		resp := lc.invoke(remoting.QueryConsumerOffset, map[string]string{
+			"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q)}, nil)
+		off, err := strconv.ParseInt(resp.Field("offset"), 10, 64)
+		Expect(err).NotTo(HaveOccurred(), "offset field %q", resp.Field("offset"))
+		out[int32(q)] = off
+	}
+	return out
+}
+
 // commit sets the group's committed offsets with UPDATE_CONSUMER_OFFSET (15).
 func (lc *loopbackCluster) commit(group, topic string, offsets map[int32]int64) {
 	GinkgoHelper()
@@ -305,6 +320,7 @@ var _ = Describe("ConsumerGroup against a loopback name server and broker", func
 		Expect(cg.Status.Brokers).To(Equal([]string{lc.brokerName}))
 		consumer, _ = lc.offsets(group, topic)
 		Expect(consumer).To(Equal(zero), "offsets on the broker after r1")
+		Expect(lc.queried(group, topic, queues)).To(Equal(zero), "QUERY_CONSUMER_OFFSET after r1")
 		// The subscription group was created on the broker, too.
 		groups, err := lc.admin.SubscriptionGroups(ctx, lc.brokerAddr)
 		Expect(err).NotTo(HaveOccurred())
@@ -334,6 +350,7 @@ var _ = Describe("ConsumerGroup against a loopback name server and broker", func
 			consumer, _ := lc.offsets(group, topic)
 			g.Expect(consumer).To(Equal(moved))
 		}, "2500ms", "250ms").Should(Succeed())
+		Expect(lc.queried(group, topic, queues)).To(Equal(moved), "QUERY_CONSUMER_OFFSET after r1 again")
 		Expect(get(cg, ns, group)()).To(Succeed())
 		Expect(cg.Status.LastOffsetReset.ID).To(Equal("r1"))
 		Expect(cg.Status.LastOffsetReset.Queues).To(Equal(changes(topic, lc.brokerName, ends, zero)))
@@ -349,6 +366,7 @@ var _ = Describe("ConsumerGroup against a loopback name server and broker", func
 		Expect(cg.Status.LastOffsetReset.Queues).To(Equal(changes(topic, lc.brokerName, moved, ends)))
 		consumer, _ = lc.offsets(group, topic)
 		Expect(consumer).To(Equal(ends), "offsets on the broker after r2")
+		Expect(lc.queried(group, topic, queues)).To(Equal(ends), "QUERY_CONSUMER_OFFSET after r2")
 		Eventually(func(g Gomega) {
 			g.Expect(get(cg, ns, group)()).To(Succeed())
 			g.Expect(cg.Status.Lag).To(Equal([]v1alpha1.TopicLag{{Topic: topic, Lag: 0}}))
@@ -372,7 +390,7 @@ var _ = Describe("ConsumerGroup against a loopback name server and broker", func
 		}, "5s").Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(get(cg, ns, group)()).To(Succeed())
-			g.Expect(cg.Status.TotalLag).To(Equal(int64(3 * queues)), "new messages show as lag")
+			g.Expect(cg.Status.TotalLag).To(Equal(int64(3*queues)), "new messages show as lag")
 		}, "5s").Should(Succeed())
 		lc.commit(group, topic, total)
 		mt := metav1.NewTime(at)
@@ -386,6 +404,7 @@ var _ = Describe("ConsumerGroup against a loopback name server and broker", func
 		Expect(cg.Status.LastOffsetReset.Queues).To(Equal(changes(topic, lc.brokerName, total, ends)))
 		consumer, _ = lc.offsets(group, topic)
 		Expect(consumer).To(Equal(ends), "offsets on the broker after r3")
+		Expect(lc.queried(group, topic, queues)).To(Equal(ends), "QUERY_CONSUMER_OFFSET after r3")
 		Eventually(func(g Gomega) {
 			g.Expect(get(cg, ns, group)()).To(Succeed())
 			g.Expect(cg.Status.Lag).To(Equal([]v1alpha1.TopicLag{{Topic: topic, Lag: 3 * queues}}))

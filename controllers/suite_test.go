@@ -36,9 +36,9 @@ var (
 	admin   *fakeAdmin
 	// edge is the ConsumerGroup controller's admin and resolver: the fake, except for the
 	// Broker resources a spec points at loopback brokers (consumergroup_realbroker_test.go).
-	edge *loopbackEdge
-	ctx     context.Context
-	cancel  context.CancelFunc
+	edge   *loopbackEdge
+	ctx    context.Context
+	cancel context.CancelFunc
 )
 
 func TestControllers(t *testing.T) {
