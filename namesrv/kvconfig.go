@@ -2,14 +2,11 @@ package namesrv
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"sync"
 
+	"github.com/openrmq/rocketmq-operator/pkg/atomicfile"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
@@ -36,39 +33,24 @@ type kvStore struct {
 // the .bak copy, and is an error only when that is unusable too.
 func openKVStore(path string) (*kvStore, []string, error) {
 	s := &kvStore{path: path, table: map[string]map[string]string{}}
-	t, err := readKVFile(path)
-	if err == nil {
-		s.table = t
-		return s, nil, nil
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		if t, err := readKVFile(path + ".bak"); err == nil {
-			s.table = t
-			return s, []string{fmt.Sprintf("kv config %s missing, loaded %s.bak", path, path)}, nil
+	used, err := atomicfile.Read(path, func(data []byte) error {
+		var f kvFile
+		if err := protocol.Decode(data, &f); err != nil {
+			return err
 		}
-		return s, nil, nil
-	}
-	t, bakErr := readKVFile(path + ".bak")
-	if bakErr != nil {
-		return nil, nil, fmt.Errorf("namesrv: kv config %s: %w (backup: %v)", path, err, bakErr)
-	}
-	s.table = t
-	return s, []string{fmt.Sprintf("kv config %s unreadable (%v), loaded %s.bak", path, err, path)}, nil
-}
-
-func readKVFile(path string) (map[string]map[string]string, error) {
-	data, err := os.ReadFile(path)
+		if f.ConfigTable != nil {
+			s.table = f.ConfigTable
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("namesrv: kv config: %w", err)
 	}
-	var f kvFile
-	if err := protocol.Decode(data, &f); err != nil {
-		return nil, err
+	var warnings []string
+	if used == path+atomicfile.BackupSuffix {
+		warnings = append(warnings, fmt.Sprintf("kv config %s missing or unreadable, loaded %s", path, used))
 	}
-	if f.ConfigTable == nil {
-		f.ConfigTable = map[string]map[string]string{}
-	}
-	return f.ConfigTable, nil
+	return s, warnings, nil
 }
 
 // put sets namespace/key. The change stays in memory even when persisting fails.
@@ -130,49 +112,8 @@ func (s *kvStore) persistLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+	if err := atomicfile.Write(s.path, data); err != nil {
 		return fmt.Errorf("namesrv: kv config: %w", err)
-	}
-	tmp := s.path + ".tmp"
-	if err := writeFileSync(tmp, data); err != nil {
-		return fmt.Errorf("namesrv: kv config: %w", err)
-	}
-	if old, err := os.ReadFile(s.path); err == nil {
-		if err := writeFileSync(s.path+".bak", old); err != nil {
-			return fmt.Errorf("namesrv: kv config backup: %w", err)
-		}
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("namesrv: kv config: %w", err)
-	}
-	return syncDir(filepath.Dir(s.path))
-}
-
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	// Some file systems cannot sync a folder; the rename is still done.
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("namesrv: sync %s: %w", dir, err)
 	}
 	return nil
 }

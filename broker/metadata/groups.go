@@ -138,11 +138,11 @@ func (g *Groups) encodeLocked() []byte {
 func (g *Groups) Persist() error {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return writeAtomically(g.path, g.encodeLocked())
+	return WriteFileAtomic(g.path, g.encodeLocked())
 }
 
 // commitLocked bumps the version and persists. Lock must be held.
 func (g *Groups) commitLocked() error {
 	g.version = g.version.Next()
-	return writeAtomically(g.path, g.encodeLocked())
+	return WriteFileAtomic(g.path, g.encodeLocked())
 }

@@ -162,7 +162,7 @@ func (o *Offsets) Persist(force bool) error {
 	data := protocol.MustEncode(offsetsFile{OffsetTable: o.table})
 	o.dirty = false
 	o.mu.Unlock()
-	if err := writeAtomically(o.path, data); err != nil {
+	if err := WriteFileAtomic(o.path, data); err != nil {
 		o.mu.Lock()
 		o.dirty = true
 		o.mu.Unlock()

@@ -285,7 +285,7 @@ func (t *Topics) commitLocked() error {
 }
 
 func (t *Topics) persistLocked() error {
-	return writeAtomically(t.path, protocol.MustEncode(t.snapshotLocked()))
+	return WriteFileAtomic(t.path, protocol.MustEncode(t.snapshotLocked()))
 }
 
 func (t *Topics) notify() {
