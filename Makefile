@@ -14,7 +14,7 @@ all: build
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/namesrv, bin/broker and bin/manager as static binaries.
+build: ## Build bin/namesrv, bin/broker, bin/manager and bin/rmqbench as static binaries.
 	$(GOFLAGS_STATIC) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 .PHONY: fmt

@@ -1,0 +1,198 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker"
+	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/namesrv"
+	"github.com/openrmq/rocketmq-operator/pkg/client"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// startCluster runs a name server and one master broker in-process on loopback and
+// returns the name server's address and the broker's.
+func startCluster(t *testing.T, autoCreate bool) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	quiet := slog.New(slog.DiscardHandler)
+	nc := namesrv.DefaultConfig()
+	nc.BindAddress, nc.ListenPort, nc.Logger = "127.0.0.1", 0, quiet
+	nc.KVConfigPath = filepath.Join(dir, "namesrv", "kvConfig.json")
+	ns, err := namesrv.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(context.Background()) })
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	bc := brokerconfig.Default()
+	bc.BrokerName, bc.BrokerIP1, bc.ListenPort = "broker-a", "127.0.0.1", port
+	bc.NamesrvAddr = ns.Addr()
+	bc.AutoCreateTopicEnable = autoCreate
+	bc.StorePathRootDir = filepath.Join(dir, "broker")
+	bc.MappedFileSizeCommitLog = 8 << 20
+	bc.MappedFileSizeConsumeQueue = 1000 * 20
+	bc.MaxHashSlotNum = 1000
+	bc.MaxIndexNum = 4000
+	b, err := broker.New(bc, broker.Options{NoFastChannel: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b.Shutdown(ctx)
+	})
+	return ns.Addr(), b.Addr()
+}
+
+func waitQueues(t *testing.T, cl *client.Client, topic string, want int) []client.MessageQueue {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		route, err := cl.Route(ctx, topic)
+		if err == nil {
+			if qs := client.WriteQueues(route, topic, 0); len(qs) >= want {
+				return qs
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("route of %s: %v", topic, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func TestSendAndPull(t *testing.T) {
+	nsAddr, brokerAddr := startCluster(t, false)
+	rc := remoting.NewClient(remoting.ClientConfig{})
+	defer rc.Close()
+	cl := client.New(rc, nsAddr)
+	ctx := context.Background()
+
+	if _, err := cl.Route(ctx, "NoSuchTopic"); err == nil {
+		t.Fatal("route of an unknown topic: want an error")
+	}
+	const topic, queues = "ClientTest", 4
+	if err := cl.CreateTopic(ctx, brokerAddr, topic, queues); err != nil {
+		t.Fatal(err)
+	}
+	qs := waitQueues(t, cl, topic, queues)
+	if len(qs) != queues || qs[0].Addr != brokerAddr {
+		t.Fatalf("queues: %v", qs)
+	}
+
+	// 40 sync and 40 async sends, round-robin.
+	const n = 40
+	ids := map[string]bool{}
+	var mu sync.Mutex
+	for i := range n {
+		r, err := cl.Send(ctx, qs[i%queues], "pg", &client.Message{Topic: topic, Body: fmt.Appendf(nil, "sync-%d", i), Tags: "TagA", Keys: fmt.Sprint("k", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Queue.QueueID != i%queues || r.QueueOffset != int64(i/queues) || r.OffsetMsgID == "" || len(r.MsgID) != 32 {
+			t.Fatalf("send %d: %+v", i, r)
+		}
+		ids[r.MsgID] = true
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		err := cl.SendAsync(ctx, qs[i%queues], "pg", &client.Message{Topic: topic, Body: fmt.Appendf(nil, "async-%d", i)}, 0,
+			func(r *client.SendResult, err error) {
+				defer wg.Done()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ids[r.MsgID] = true
+				mu.Unlock()
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if len(ids) != 2*n {
+		t.Fatalf("%d distinct UNIQ_KEYs, want %d", len(ids), 2*n)
+	}
+
+	// Pull everything back; then a long poll that a later send wakes up.
+	got := map[string]bool{}
+	for _, mq := range qs {
+		max, err := cl.MaxOffset(ctx, mq)
+		if err != nil || max != 2*n/queues {
+			t.Fatalf("max offset of %v: %d %v", mq, max, err)
+		}
+		var off int64
+		for off < max {
+			r, err := cl.Pull(ctx, mq, client.PullRequest{Group: "cg", Offset: off, CommitOffset: off})
+			if err != nil || r.Status != client.Found {
+				t.Fatalf("pull %v@%d: %+v %v", mq, off, r, err)
+			}
+			err = client.ForEachRecord(r.Body, func(v *message.RecordView) error {
+				if !v.CheckCRC() || string(v.Topic()) != topic || client.BornTimestamp(v) <= 0 {
+					return fmt.Errorf("bad record at %d", v.QueueOffset())
+				}
+				uniq, _ := message.LookupProperty(v.Properties(), message.PropertyUniqClientMessageIDKey)
+				got[string(uniq)] = true
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = r.NextBeginOffset
+		}
+		if err := cl.CommitOffset(ctx, mq, "cg", off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := range ids {
+		if !got[id] {
+			t.Fatalf("message %s sent but not pulled", id)
+		}
+	}
+
+	mq := qs[0]
+	done := make(chan *client.PullResult, 1)
+	go func() {
+		r, err := cl.Pull(ctx, mq, client.PullRequest{Group: "cg", Offset: 2 * n / queues, Suspend: 5 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if _, err := cl.Send(ctx, mq, "pg", &client.Message{Topic: topic, Body: []byte("late")}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r == nil || r.Status != client.Found || time.Since(start) > 3*time.Second {
+		t.Fatalf("long poll: %+v after %v", r, time.Since(start))
+	}
+}
