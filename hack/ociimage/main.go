@@ -1,5 +1,6 @@
 // Command ociimage assembles the project's container image from the static binaries in
-// bin/ without a Docker engine: one layer holding /manager, /namesrv and /broker on an
+// bin/ without a Docker engine: one layer holding /manager, /namesrv, /broker and
+// /rmqbench on an
 // empty base, written as a tarball that `docker load` and `podman load` accept. It gives
 // the same filesystem and entrypoint as the Dockerfile's final stage, minus distroless's
 // base files, which static binaries do not need.
@@ -19,7 +20,7 @@ func main() {
 	flag.StringVar(&opts.tag, "tag", "openrmq/rocketmq-operator:dev", "image reference recorded in the tarball")
 	flag.StringVar(&opts.out, "out", "bin/image.tar", "tarball to write")
 	flag.Parse()
-	opts.binaries = []string{"manager", "namesrv", "broker"}
+	opts.binaries = []string{"manager", "namesrv", "broker", "rmqbench"}
 	digest, err := build(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ociimage:", err)
