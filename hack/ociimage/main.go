@@ -1,7 +1,7 @@
 // Command ociimage assembles the project's container image from the static binaries in
 // bin/ without a Docker engine: one layer holding /manager, /namesrv, /broker and
-// /rmqbench on an
-// empty base, written as a tarball that `docker load` and `podman load` accept. It gives
+// /rmqbench on an empty base, written as a tarball that `docker load` and `podman load`
+// accept. It gives
 // the same filesystem and entrypoint as the Dockerfile's final stage, minus distroless's
 // base files, which static binaries do not need.
 //
