@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compatibility suite (make test-compat): the official Apache RocketMQ Java broker, Java name
-# server and the official Go and Java clients against our binaries, on loopback.
+# server and the official Go and Java clients against our binaries, on loopback; and the
+# official Java client and mqadmin against our broker (bin/broker).
 #
-#   hack/compat.sh                      # against our name server (bin/namesrv; make build first)
+#   hack/compat.sh                      # against our name server (bin/namesrv, bin/broker; make build first)
 #   COMPAT_NAMESRV=java hack/compat.sh  # against the Java name server (to check the harness)
 #   COMPAT_NAMESRV="ours java" hack/compat.sh   # both, one after the other
 #   COMPAT_RUN=TestGoAdmin hack/compat.sh       # only the tests matching a go test -run regexp

@@ -2,6 +2,11 @@
 // RocketMQ Java broker, Java name server and the official Go and Java clients, fetched from
 // Maven Central and the Go module proxy, run against our binaries over real TCP on loopback.
 //
+// The ourbroker_test.go tests run the other way round: the official Java client 4.9.x
+// (test/compat/java/src/org/openrmq/compat/BrokerClient.java, BrokerFeatures.java) and
+// mqadmin against OUR broker (COMPAT_BIN_DIR/broker) registered with its own name server of
+// the kind under test, with JSON and ROCKETMQ binary remoting headers.
+//
 // The tests carry the "compat" build tag so that `go test ./...` skips them; run them with
 // hack/compat.sh, which fetches the Java artifacts into a cache outside the clone and sets:
 //

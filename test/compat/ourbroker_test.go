@@ -32,7 +32,6 @@ import (
 const (
 	javaClientTimeout = 120 * time.Second // one BrokerClient JVM, start to exit
 	consumeSeconds    = 60                // BrokerClient consume: wait for all messages
-	quietSeconds      = 8                 // BrokerClient consume of a restarted group: listen this long
 )
 
 // oursFixture is our broker plus a name server it registers with, shared by the tests here.
@@ -101,8 +100,19 @@ func setupOurs() (*oursFixture, error) {
 		Cluster:     "OursCluster",
 		Name:        "ours-broker-a",
 		NamesrvAddr: f.ns.Addr,
-		// Topics are created explicitly, so that a route proves the broker registered them.
-		Conf: map[string]string{"autoCreateTopicEnable": "false"},
+		Conf: map[string]string{
+			// Topics are created explicitly, so that a route proves the broker registered them.
+			"autoCreateTopicEnable": "false",
+			// Retries (delay level 3 + reconsumeTimes) and delayed messages come after 1s.
+			"messageDelayLevel":    strings.TrimSpace(strings.Repeat("1s ", 18)),
+			"enablePropertyFilter": "true", // SQL92 subscriptions
+			// Small commit log segments, so that the bulk test (8 MB) rolls over several.
+			"mappedFileSizeCommitLog": fmt.Sprint(2 << 20),
+			"maxMessageSize":          fmt.Sprint(1 << 20),
+			// Half messages left UNKNOW are checked back after 1-2s.
+			"transactionCheckInterval": "1000",
+			"transactionTimeOut":       "1000",
+		},
 	})
 	if err != nil {
 		f.stop()
@@ -181,23 +191,30 @@ func (f *oursFixture) createTopic(t *testing.T, topic string, queues int) {
 	}
 }
 
-// javaClient runs BrokerClient with args in the JVM j and returns its output; it fails the
-// test unless the program printed "RESULT OK" and exited 0.
-func (f *oursFixture) javaClient(t *testing.T, j procs.Java, what string, args ...string) string {
+// javaClient runs BrokerClient with args in the JVM j and returns its output and its
+// directory (the client log is logs/rocketmq_client.log there); it fails the test unless
+// the program printed "RESULT OK" and exited 0.
+func (f *oursFixture) javaClient(t *testing.T, j procs.Java, what string, args ...string) (out, dir string) {
+	t.Helper()
+	return f.javaProgram(t, j, "BrokerClient", what, args...)
+}
+
+// javaProgram is javaClient for any program of test/compat/java/src/org/openrmq/compat.
+func (f *oursFixture) javaProgram(t *testing.T, j procs.Java, class, what string, args ...string) (out, dir string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), javaClientTimeout)
 	defer cancel()
 	name := uniq("java-" + args[0])
-	dir := filepath.Join(f.work, "java-clients", name)
+	dir = filepath.Join(f.work, "java-clients", name)
 	start := time.Now()
-	out, err := j.RunMain(ctx, dir, name, "org.openrmq.compat.BrokerClient", args...)
+	out, err := j.RunMain(ctx, dir, name, "org.openrmq.compat."+class, args...)
 	if err != nil || !strings.Contains(out, "RESULT OK") {
-		t.Fatalf("%s: Java BrokerClient %s against OUR broker %s failed after %s (%v).\nJava client log: %s\nProgram output (last lines):\n%s",
-			what, strings.Join(args, " "), f.broker.Addr, time.Since(start).Round(time.Millisecond), err,
-			filepath.Join(dir, "logs", "rocketmqlogs", "rocketmq_client.log"), lastLines(out, 40))
+		t.Fatalf("%s: Java %s %s against OUR broker %s failed after %s (%v).\nJava client log: %s\nProgram output (last lines):\n%s",
+			what, class, strings.Join(args, " "), f.broker.Addr, time.Since(start).Round(time.Millisecond), err,
+			filepath.Join(dir, "logs", "rocketmq_client.log"), lastLines(out, 40))
 	}
-	t.Logf("%s: Java BrokerClient %s OK in %s: %s", what, args[0], time.Since(start).Round(time.Millisecond), resultLine(out))
-	return out
+	t.Logf("%s: Java %s %s OK in %s: %s", what, class, args[0], time.Since(start).Round(time.Millisecond), resultLine(out))
+	return out, dir
 }
 
 func lastLines(s string, n int) string {
@@ -278,7 +295,12 @@ func (f *oursFixture) checkCommitted(t *testing.T, group, topic string, queues i
 	}
 }
 
-var sentOK = regexp.MustCompile(`(?m)^SENT \d+ SEND_OK `)
+var (
+	sentOK       = regexp.MustCompile(`(?m)^SENT \d+ SEND_OK `)
+	recv0SysFlag = regexp.MustCompile(`(?m)^RECV 0 .* sysFlag=(\d+) `)
+	sent1IDs     = regexp.MustCompile(`(?m)^SENT 1 SEND_OK msgId=(\S+) offsetMsgId=(\S+) `)
+	channelsLine = regexp.MustCompile(`(?m)^CHANNELS (.*)$`)
+)
 
 // clientVariant is a Java client configuration: remoting serialization and VIP channel.
 type clientVariant struct {
@@ -298,8 +320,10 @@ var clientVariants = []clientVariant{
 // user properties (non-ASCII) and one compressed body through the name server to OUR
 // broker; a Java push consumer (clustering) receives each intact and commits offsets, which
 // our broker reports (GET_CONSUME_STATS, QUERY_CONSUMER_OFFSET); the same group restarted
-// gets nothing again. Once per serialization (JSON, ROCKETMQ binary headers) and with the
-// VIP channel (the client sends to listenPort-2).
+// gets only a message sent after the restart, none of the committed ones. Once per
+// serialization (JSON, ROCKETMQ binary headers) and with the VIP channel (the client then
+// sends to listenPort-2). After the JSON round: mqadmin topicList, topicStatus,
+// consumerProgress, queryMsgByKey and queryMsgById against our cluster.
 func TestOurBrokerJavaProducerPushConsumer(t *testing.T) {
 	f := oursEnv(t)
 	const n, queues = 10, 4
@@ -309,7 +333,8 @@ func TestOurBrokerJavaProducerPushConsumer(t *testing.T) {
 			topic := uniq("compat_ours_" + strings.ReplaceAll(v.name, "-", "_"))
 			f.createTopic(t, topic, queues)
 			prefix := uniq("p")
-			out := f.javaClient(t, j, "send", "send", f.ns.Addr, topic, prefix, strconv.Itoa(n))
+			out, dir := f.javaClient(t, j, "send", "send", f.ns.Addr, topic, prefix, strconv.Itoa(n))
+			sendOut := out
 			if !strings.Contains(out, "SERIALIZE "+v.serialize) {
 				t.Fatalf("the Java client did not use %s serialization: %s", v.serialize, lastLines(out, 20))
 			}
@@ -319,14 +344,35 @@ func TestOurBrokerJavaProducerPushConsumer(t *testing.T) {
 			if got := len(sentOK.FindAllString(out, -1)); got != n {
 				t.Fatalf("%d SEND_OK results, want %d:\n%s", got, n, out)
 			}
+			// With vipChannelEnabled the producer sends to listenPort-2 only (and heartbeats
+			// to listenPort); without, it never connects to listenPort-2.
+			if m := channelsLine.FindStringSubmatch(out); m == nil {
+				t.Errorf("no CHANNELS line in the producer output:\n%s", lastLines(out, 20))
+			} else if fast := strings.Contains(m[1], f.broker.FastAddr); fast != v.vip {
+				t.Errorf("the producer with vipChannelEnabled=%t has connections to %s; want one to the fast channel %s (listenPort-2): %t; client log %s",
+					v.vip, m[1], f.broker.FastAddr, v.vip, filepath.Join(dir, "logs", "rocketmq_client.log"))
+			}
 
 			group := uniq("compat_ours_group")
-			f.javaClient(t, j, "push consume", "consume", f.ns.Addr, topic, prefix, group, strconv.Itoa(n), strconv.Itoa(consumeSeconds))
+			out, _ = f.javaClient(t, j, "push consume", "consume", f.ns.Addr, topic, prefix, group, strconv.Itoa(n), strconv.Itoa(consumeSeconds))
+			// Message 0's body is over the producer's compressMsgBodyOverHowmuch (4 KiB): it
+			// was sent zlib-compressed with sysFlag bit 0x1, which the broker must keep.
+			if m := recv0SysFlag.FindStringSubmatch(out); m == nil {
+				t.Errorf("no RECV 0 line in the consumer output:\n%s", lastLines(out, 20))
+			} else if fl, _ := strconv.Atoi(m[1]); fl&1 == 0 {
+				t.Errorf("message 0 (6 KB body, compressed by the Java producer) came back with sysFlag %d, without the COMPRESSED_FLAG 0x1", fl)
+			}
 			f.checkCommitted(t, group, topic, queues, n)
-			f.javaClient(t, j, "push consume after a restart of the group", "consume", f.ns.Addr, topic, prefix, group, "0", strconv.Itoa(quietSeconds))
+			// The group restarted must get only the fresh message n, not 0..n-1 again.
+			f.javaClient(t, j, "push consume after a restart of the group", "consume", f.ns.Addr, topic, prefix, group, "0", strconv.Itoa(consumeSeconds), strconv.Itoa(n))
+			f.checkCommitted(t, group, topic, queues, n+1)
 
 			if v.name == "json" {
-				t.Run("mqadmin", func(t *testing.T) { f.checkMQAdmin(t, topic, group, queues, n) })
+				m := sent1IDs.FindStringSubmatch(sendOut)
+				if m == nil {
+					t.Fatalf("no SENT 1 line in the producer output:\n%s", lastLines(sendOut, 20))
+				}
+				t.Run("mqadmin", func(t *testing.T) { f.checkMQAdmin(t, topic, group, queues, n+1, prefix+"-key-1", m[1], m[2]) })
 			}
 		})
 	}
@@ -343,7 +389,7 @@ func TestOurBrokerJavaSendBatch(t *testing.T) {
 			topic := uniq("compat_ours_batch")
 			f.createTopic(t, topic, queues)
 			prefix := uniq("b")
-			out := f.javaClient(t, j, "send batch", "batch", f.ns.Addr, topic, prefix, strconv.Itoa(n))
+			out, _ := f.javaClient(t, j, "send batch", "batch", f.ns.Addr, topic, prefix, strconv.Itoa(n))
 			if !strings.Contains(out, "SERIALIZE "+v.serialize) {
 				t.Fatalf("the Java client did not use %s serialization: %s", v.serialize, lastLines(out, 20))
 			}
@@ -375,8 +421,10 @@ func TestOurBrokerFastChannel(t *testing.T) {
 }
 
 // checkMQAdmin runs the Java admin tool (rocketmq-tools) against our cluster: topicList,
-// topicStatus -t and consumerProgress -g after topic's n messages were consumed by group.
-func (f *oursFixture) checkMQAdmin(t *testing.T, topic, group string, queues, n int) {
+// topicStatus -t and consumerProgress -g after topic's n messages were consumed by group,
+// then queryMsgByKey and queryMsgById for a message with key, msgId (UNIQ_KEY) and
+// offsetMsgId (store host + commit log offset).
+func (f *oursFixture) checkMQAdmin(t *testing.T, topic, group string, queues, n int, key, msgID, offsetMsgID string) {
 	run := func(args ...string) string {
 		t.Helper()
 		return runMQAdmin(t, f.java, filepath.Join(f.work, "mqadmin"), f.ns.Addr, args...)
@@ -415,5 +463,59 @@ func (f *oursFixture) checkMQAdmin(t *testing.T, topic, group string, queues, n 
 	if len(rows) != queues || bSum != n || cSum != n || !regexp.MustCompile(`Diff Total:\s*0\b`).MatchString(out) {
 		t.Errorf("mqadmin consumerProgress -g %s: %d rows of %s/%s with broker offsets summing to %d and consumer offsets to %d, want %d rows, %d and %d, and Diff Total: 0:\n%s",
 			group, len(rows), topic, f.broker.Name, bSum, cSum, queues, n, n, out)
+	}
+
+	// queryMsgByKey: QUERY_MESSAGE (12) on our broker's index.
+	out = run("queryMsgByKey", "-t", topic, "-k", key)
+	if !strings.Contains(out, msgID) && !strings.Contains(out, offsetMsgID) {
+		t.Errorf("mqadmin queryMsgByKey -t %s -k %s does not list the message (msgId %s, offsetMsgId %s):\n%s", topic, key, msgID, offsetMsgID, out)
+	}
+
+	// queryMsgById: VIEW_MESSAGE_BY_ID (33) at the offsetMsgId's commit log offset.
+	out = run("queryMsgById", "-i", offsetMsgID)
+	for _, want := range []string{topic, key, "compat_text"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("mqadmin queryMsgById -i %s: no %q in:\n%s", offsetMsgID, want, out)
+		}
+	}
+}
+
+// TestOurBrokerJavaFeatures: more of the Java client against OUR broker, each a producer
+// and a push consumer in one JVM (test/compat/java/src/org/openrmq/compat/BrokerFeatures.java):
+// retry after RECONSUME_LATER (CONSUMER_SEND_MSG_BACK 36, %RETRY% topic, delay levels),
+// orderly consumption (LOCK_BATCH_MQ 41), a delayed message (SCHEDULE_TOPIC_XXXX), async
+// and oneway sends, a SQL92 subscription (CHECK_CLIENT_CONFIG 46, enablePropertyFilter) and
+// DefaultLitePullConsumer with assign/seek, and 8 MB of 200 KB messages over several 2 MB
+// commit log segments, and transactional messages (END_TRANSACTION 37, CHECK_TRANSACTION_STATE
+// 39). Each with JSON and ROCKETMQ binary headers (bulk with JSON only).
+func TestOurBrokerJavaFeatures(t *testing.T) {
+	f := oursEnv(t)
+	for _, tc := range []struct {
+		mode string
+		n    int
+	}{
+		{"retry", 1},
+		{"orderly", 10},
+		{"delay", 1},
+		{"async", 5},
+		{"sql", 6},
+		{"lite", 6},
+		{"bulk", 40},
+		{"txn", 3},
+	} {
+		for _, v := range clientVariants[:2] {
+			if tc.mode == "bulk" && v.serialize != "JSON" {
+				continue // what it tests is the store, not the headers
+			}
+			t.Run(tc.mode+"/"+v.name, func(t *testing.T) {
+				topic := uniq("compat_ours_" + tc.mode)
+				f.createTopic(t, topic, 2)
+				group := uniq("compat_ours_" + tc.mode + "_group")
+				out, _ := f.javaProgram(t, f.java.WithJVMArgs(v.jvmArgs...), "BrokerFeatures", tc.mode, tc.mode, f.ns.Addr, topic, uniq("f"), group, strconv.Itoa(tc.n))
+				if !strings.Contains(out, "SERIALIZE "+v.serialize) {
+					t.Fatalf("the Java client did not use %s serialization: %s", v.serialize, lastLines(out, 20))
+				}
+			})
+		}
 	}
 }

@@ -31,12 +31,13 @@ import org.apache.rocketmq.remoting.protocol.RemotingCommand;
  *
  *   send    NAMESRV TOPIC PREFIX COUNT            DefaultMQProducer.send one by one
  *   batch   NAMESRV TOPIC PREFIX COUNT            one DefaultMQProducer.send(Collection) (SEND_BATCH_MESSAGE)
- *   consume NAMESRV TOPIC PREFIX GROUP EXPECT SECONDS
+ *   consume NAMESRV TOPIC PREFIX GROUP EXPECT SECONDS [FRESH]
  *           DefaultMQPushConsumer (clustering, CONSUME_FROM_FIRST_OFFSET, offsets persisted every
  *           second). EXPECT > 0: wait up to SECONDS for EXPECT distinct messages of PREFIX, check
  *           every field, linger 4s so that the offsets get committed, then shut down.
- *           EXPECT = 0: listen for SECONDS and fail if any message of PREFIX arrives (a
- *           restarted group must resume from its committed offsets).
+ *           EXPECT = 0 (a restarted group, which must resume from its committed offsets): send
+ *           one fresh message FRESH (index) once the consumer started, wait up to SECONDS for it,
+ *           then 2s more; fail if any other message of PREFIX arrives or the fresh one does not.
  *
  * The remoting serialization (JSON or ROCKETMQ binary headers) comes from the JVM
  * (-Drocketmq.serialize.type) and is printed as "SERIALIZE <type>"; the VIP channel from
@@ -49,9 +50,10 @@ public final class BrokerClient {
     static String key(String prefix, int i) { return prefix + "-key-" + i; }
     static String tag(String prefix) { return prefix + "-tag"; }
 
-    static byte[] body(String prefix, int i) {
+    /** body of message i; a big one (compressed by the producer) when big. */
+    static byte[] body(String prefix, int i, boolean big) {
         StringBuilder b = new StringBuilder("body " + i + " of " + prefix + " " + TEXT);
-        if (i == 0) {
+        if (big) {
             while (b.length() < BIG_BODY) {
                 b.append(" padding-").append(b.length());
             }
@@ -59,8 +61,13 @@ public final class BrokerClient {
         return b.toString().getBytes(StandardCharsets.UTF_8);
     }
 
-    static Message message(String topic, String prefix, int i) {
-        Message m = new Message(topic, tag(prefix), key(prefix, i), body(prefix, i));
+    /** message i of prefix; message 0 has a big body unless it goes into a batch (never compressed). */
+    static Message message(String topic, String prefix, int i, boolean batch) {
+        boolean big = i == 0 && !batch;
+        Message m = new Message(topic, tag(prefix), key(prefix, i), body(prefix, i, big));
+        if (big) {
+            m.putUserProperty("compat_big", "true");
+        }
         m.putUserProperty("compat_index", Integer.toString(i));
         m.putUserProperty("compat_text", TEXT);
         m.putUserProperty("compat_prefix", prefix);
@@ -75,8 +82,9 @@ public final class BrokerClient {
         if (!key(prefix, i).equals(m.getKeys())) bad.add("keys " + m.getKeys());
         if (!TEXT.equals(m.getUserProperty("compat_text"))) bad.add("compat_text " + m.getUserProperty("compat_text"));
         if (!prefix.equals(m.getUserProperty("compat_prefix"))) bad.add("compat_prefix " + m.getUserProperty("compat_prefix"));
-        if (!java.util.Arrays.equals(body(prefix, i), m.getBody())) {
-            bad.add("body (" + (m.getBody() == null ? -1 : m.getBody().length) + " bytes, want " + body(prefix, i).length + ")");
+        byte[] want = body(prefix, i, "true".equals(m.getUserProperty("compat_big")));
+        if (!java.util.Arrays.equals(want, m.getBody())) {
+            bad.add("body (" + (m.getBody() == null ? -1 : m.getBody().length) + " bytes, want " + want.length + ")");
         }
         if (m.getMsgId() == null || m.getMsgId().isEmpty()) bad.add("no msgId");
         if (m.getBornTimestamp() <= 0 || m.getStoreTimestamp() <= 0) bad.add("timestamps born=" + m.getBornTimestamp() + " store=" + m.getStoreTimestamp());
@@ -108,6 +116,18 @@ public final class BrokerClient {
         return p;
     }
 
+    /** channels lists the addresses the producer's remoting client has connections to. */
+    static String channels(DefaultMQProducer p) {
+        try {
+            Object rc = p.getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl().getRemotingClient();
+            java.lang.reflect.Field f = rc.getClass().getDeclaredField("channelTables");
+            f.setAccessible(true);
+            return new java.util.TreeSet<>(((Map<?, ?>) f.get(rc)).keySet()).toString();
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return "unknown (" + e + ")";
+        }
+    }
+
     static boolean run(String[] a) throws Exception {
         switch (a.length > 0 ? a[0] : "") {
             case "send": {
@@ -116,7 +136,7 @@ public final class BrokerClient {
                 DefaultMQProducer p = producer(namesrv, prefix);
                 try {
                     for (int i = 0; i < count; i++) {
-                        SendResult r = p.send(message(topic, prefix, i));
+                        SendResult r = p.send(message(topic, prefix, i, false));
                         System.out.println("SENT " + i + " " + r.getSendStatus() + " msgId=" + r.getMsgId() + " offsetMsgId=" + r.getOffsetMsgId()
                             + " queue=" + r.getMessageQueue().getQueueId() + " queueOffset=" + r.getQueueOffset() + " broker=" + r.getMessageQueue().getBrokerName());
                         if (r.getSendStatus() != SendStatus.SEND_OK) {
@@ -128,6 +148,7 @@ public final class BrokerClient {
                             return false;
                         }
                     }
+                    System.out.println("CHANNELS " + channels(p));
                 } finally {
                     p.shutdown();
                 }
@@ -139,11 +160,7 @@ public final class BrokerClient {
                 int count = Integer.parseInt(a[4]);
                 List<Message> msgs = new ArrayList<>();
                 for (int i = 0; i < count; i++) {
-                    Message m = message(topic, prefix, i);
-                    if (i == 0) { // a batch is never compressed; keep it small
-                        m.setBody(("body 0 of " + prefix + " " + TEXT).getBytes(StandardCharsets.UTF_8));
-                    }
-                    msgs.add(m);
+                    msgs.add(message(topic, prefix, i, true));
                 }
                 DefaultMQProducer p = producer(namesrv, prefix);
                 try {
@@ -167,14 +184,18 @@ public final class BrokerClient {
                 return true;
             }
             case "consume":
-                return consume(a[1], a[2], a[3], a[4], Integer.parseInt(a[5]), Integer.parseInt(a[6]));
+                return consume(a[1], a[2], a[3], a[4], Integer.parseInt(a[5]), Integer.parseInt(a[6]), a.length > 7 ? Integer.parseInt(a[7]) : -1);
             default:
                 System.out.println("RESULT FAIL usage: BrokerClient send|batch|consume ...");
                 return false;
         }
     }
 
-    static boolean consume(String namesrv, String topic, String prefix, String group, int expect, int seconds) throws Exception {
+    static boolean consume(String namesrv, String topic, String prefix, String group, int expect, int seconds, int fresh) throws Exception {
+        if (expect == 0 && fresh < 0) {
+            System.out.println("RESULT FAIL consume with EXPECT 0 needs FRESH");
+            return false;
+        }
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(namesrv);
         c.setInstanceName(group + "_" + System.nanoTime());
@@ -206,9 +227,9 @@ public final class BrokerClient {
                 }
                 got.put(i, "queue=" + m.getQueueId() + " queueOffset=" + m.getQueueOffset() + " reconsume=" + m.getReconsumeTimes());
                 System.out.println("RECV " + i + " queue=" + m.getQueueId() + " queueOffset=" + m.getQueueOffset() + " msgId=" + m.getMsgId()
-                    + " tags=" + m.getTags() + " keys=" + m.getKeys() + " bodyLen=" + m.getBody().length + " reconsume=" + m.getReconsumeTimes());
+                    + " tags=" + m.getTags() + " keys=" + m.getKeys() + " bodyLen=" + m.getBody().length + " sysFlag=" + m.getSysFlag() + " reconsume=" + m.getReconsumeTimes());
             }
-            if (expect > 0 && got.size() >= expect) {
+            if ((expect > 0 && got.size() >= expect) || (expect == 0 && got.containsKey(fresh))) {
                 all.countDown();
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
@@ -223,7 +244,18 @@ public final class BrokerClient {
                 }
                 Thread.sleep(4000); // offsets are persisted every second, and at shutdown
             } else {
-                Thread.sleep(seconds * 1000L);
+                DefaultMQProducer p = producer(namesrv, prefix);
+                try {
+                    SendResult r = p.send(message(topic, prefix, fresh, false));
+                    System.out.println("SENT " + fresh + " " + r.getSendStatus() + " (fresh) queue=" + r.getMessageQueue().getQueueId() + " queueOffset=" + r.getQueueOffset());
+                } finally {
+                    p.shutdown();
+                }
+                if (!all.await(seconds, TimeUnit.SECONDS)) {
+                    System.out.println("RESULT FAIL the restarted group " + group + " did not receive the fresh message " + fresh + " within " + seconds + "s; got " + new TreeMap<>(got));
+                    return false;
+                }
+                Thread.sleep(2000); // old messages, if redelivered, would come by now
             }
         } finally {
             c.shutdown();
@@ -232,8 +264,10 @@ public final class BrokerClient {
             System.out.println("RESULT FAIL " + bad.size() + " messages differ from what was sent: " + bad.values());
             return false;
         }
-        if (expect == 0 && !got.isEmpty()) {
-            System.out.println("RESULT FAIL group " + group + " re-received " + got.size() + " messages after a restart (offsets not committed?): " + new TreeMap<>(got));
+        if (expect == 0 && (got.size() != 1 || !got.containsKey(fresh))) {
+            Map<Integer, String> old = new TreeMap<>(got);
+            old.remove(fresh);
+            System.out.println("RESULT FAIL group " + group + " re-received " + old.size() + " already consumed messages after a restart (offsets not committed or not served?): " + old);
             return false;
         }
         System.out.println("RESULT OK received=" + got.size() + " deliveries=" + deliveries.get());
