@@ -41,6 +41,7 @@ type Broker struct {
 	offsets   *metadata.Offsets
 	clients   *client.Registry
 	locks     *lock.Manager
+	lockConns lockConns // the connections queue locks were taken over
 	holder    *longpoll.Holder
 	sched     *schedule.Service    // delayed delivery; nil with a store other than broker/store
 	txn       *transaction.Service // transaction ends and checks; nil likewise

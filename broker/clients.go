@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/client"
+	"github.com/openrmq/rocketmq-operator/broker/filter"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -34,6 +36,7 @@ func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *
 	}
 	c := b.cfg.Get()
 	now := time.Now()
+	var refused []string
 	ch := client.Channel{Conn: conn, ClientID: hb.ClientID, Language: req.Language, Version: req.Version, LastUpdate: now}
 	for _, cd := range hb.ConsumerDataSet {
 		gc, ok, err := b.groups.GetOrCreate(cd.GroupName, c.AutoCreateSubscriptionGroup)
@@ -46,6 +49,12 @@ func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *
 			retry := protocol.RetryGroupTopicPrefix + cd.GroupName
 			if _, err := b.topics.Ensure(retry, max(gc.RetryQueueNums, 1), protocol.PermRead|protocol.PermWrite, 0); err != nil {
 				b.log.Error("cannot create retry topic", "topic", retry, "err", err)
+			}
+		}
+		// Registered even so, as Java does; its pulls are refused (FILTER_DATA_NOT_EXIST).
+		for _, sub := range cd.SubscriptionDataSet {
+			if err := checkExpression(sub.ExpressionType, sub.SubString); err != nil {
+				refused = append(refused, fmt.Sprintf("group %s topic %s: %v", cd.GroupName, sub.Topic, err))
 			}
 		}
 		changed, _ := b.clients.RegisterConsumer(client.ConsumerRegistration{
@@ -62,7 +71,24 @@ func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *
 	for _, pd := range hb.ProducerDataSet {
 		b.clients.RegisterProducer(pd.GroupName, ch)
 	}
+	if len(refused) > 0 {
+		// Java answers SUCCESS and only logs; the clients log a failed heartbeat and
+		// carry on, so saying it costs nothing and tells the user why nothing arrives.
+		remark := "parse the consumer's subscription failed: " + strings.Join(refused, "; ")
+		b.log.Warn("heartbeat with a subscription that does not compile", "client", hb.ClientID, "remote", conn.RemoteAddr(), "err", remark)
+		return req.NewResponse(remoting.SubscriptionParseFailed, remark)
+	}
 	return req.NewResponse(remoting.Success, "")
+}
+
+// checkExpression compiles a subscription's expression; tag expressions always pass
+// (the clients have split them already).
+func checkExpression(exprType, expr string) error {
+	if exprType == "" || exprType == filter.TypeTag {
+		return nil
+	}
+	_, err := filter.New(exprType, expr)
+	return err
 }
 
 type unregisterClientHeader struct {
@@ -79,6 +105,11 @@ func (b *Broker) handleUnregisterClient(ctx context.Context, conn *remoting.Conn
 	if h.ProducerGroup != "" {
 		b.clients.UnregisterProducer(h.ProducerGroup, conn)
 	}
+	if h.ConsumerGroup != "" {
+		// A consumer leaving its group gives its queues up at once (the official clients
+		// unlock before they unregister; this covers those that do not).
+		b.locks.UnlockGroupClient(h.ConsumerGroup, h.ClientID)
+	}
 	if h.ConsumerGroup != "" && b.clients.UnregisterConsumer(h.ConsumerGroup, conn) {
 		b.log.Info("consumer unregistered", "group", h.ConsumerGroup, "client", h.ClientID)
 		if gc, ok := b.groups.Get(h.ConsumerGroup); !ok || gc.NotifyConsumerIDsChangedEnable {
@@ -88,7 +119,35 @@ func (b *Broker) handleUnregisterClient(ctx context.Context, conn *remoting.Conn
 	return req.NewResponse(remoting.Success, "")
 }
 
+// checkClientBody is CheckClientRequestBody: the Java consumer sends each non-TAG
+// subscription before it starts, and does not start when it is refused.
+type checkClientBody struct {
+	ClientID         string                   `json:"clientId"`
+	Group            string                   `json:"group"`
+	SubscriptionData *client.SubscriptionData `json:"subscriptionData"`
+}
+
+// handleCheckClientConfig serves CHECK_CLIENT_CONFIG as Java does: SQL92 needs
+// enablePropertyFilter (SYSTEM_ERROR), and the expression must compile
+// (SUBSCRIPTION_PARSE_FAILED with the compiler's message).
 func (b *Broker) handleCheckClientConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body checkClientBody
+	if len(req.Body) > 0 {
+		if err := protocol.Decode(req.Body, &body); err != nil {
+			return req.NewResponse(remoting.SystemError, "check client config body: "+err.Error())
+		}
+	}
+	sub := body.SubscriptionData
+	if sub == nil || sub.ExpressionType == "" || sub.ExpressionType == filter.TypeTag {
+		return req.NewResponse(remoting.Success, "")
+	}
+	if !b.cfg.Get().EnablePropertyFilter {
+		return req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType)
+	}
+	if err := checkExpression(sub.ExpressionType, sub.SubString); err != nil {
+		b.log.Warn("client config refused", "group", body.Group, "client", body.ClientID, "expression", sub.SubString, "err", err)
+		return req.NewResponse(remoting.SubscriptionParseFailed, err.Error())
+	}
 	return req.NewResponse(remoting.Success, "")
 }
 
@@ -121,8 +180,10 @@ func (b *Broker) notifyConsumerIDsChanged(group string) {
 	}
 }
 
-// connClosed forgets a closed connection and tells the groups it left.
+// connClosed forgets a closed connection, releases the queue locks taken over it and
+// tells the groups it left.
 func (b *Broker) connClosed(conn *remoting.Conn) {
+	b.releaseConnLocks(conn)
 	for _, group := range b.clients.RemoveConn(conn) {
 		if gc, ok := b.groups.Get(group); !ok || gc.NotifyConsumerIDsChangedEnable {
 			b.notifyConsumerIDsChanged(group)

@@ -9,11 +9,13 @@
 //	sendback.go CONSUMER_SEND_MSG_BACK (retry and DLQ, through package retry)
 //	transaction.go END_TRANSACTION and the CHECK_TRANSACTION_STATE callback
 //	pull.go     PULL_MESSAGE and long polling
-//	clients.go  HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, notifications
+//	clients.go  HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG, GET_CONSUMER_LIST_BY_GROUP,
+//	            notifications
 //	offsets.go  consumer offsets and queue offset queries
 //	reset.go    offset reset by time, consume stats, clone, connection lists
 //	admin.go    topics, groups, broker config and runtime info, message lookups
-//	locks.go    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ (orderly consumers)
+//	locks.go    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ (orderly consumers); locks are released
+//	            when their client unregisters or its connection closes
 //	namesrv.go  registration with the name servers
 //	stats.go    put/get counters for GET_BROKER_RUNTIME_INFO
 //

@@ -94,7 +94,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 		expr, exprType = sub.SubString, sub.ExpressionType
 	}
-	f, refused := b.subscriptionFilter(req, exprType, expr, c)
+	f, refused := b.subscriptionFilter(req, exprType, expr, h.SysFlag&pullSubscription == 0, c)
 	if refused != nil {
 		return refused
 	}
@@ -136,15 +136,25 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 }
 
 // subscriptionFilter builds the store filter of a subscription: nil for "*", the tag
-// hashes for a TAG expression, the expression over each record's properties for SQL92
-// (when enablePropertyFilter is set, as in Java).
-func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, c config.Config) (MessageFilter, *remoting.Command) {
-	if exprType == filter.TypeSQL92 && !c.EnablePropertyFilter {
-		return nil, req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by SQL92")
-	}
+// hashes for a TAG expression, the expression over each record's properties for SQL92.
+// An expression that does not compile is refused as Java does: SUBSCRIPTION_PARSE_FAILED
+// when the pull carries it, FILTER_DATA_NOT_EXIST when it is the one the heartbeat
+// registered (registered); a SQL92 expression that compiles is refused with
+// SYSTEM_ERROR unless enablePropertyFilter is set.
+func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, registered bool, c config.Config) (MessageFilter, *remoting.Command) {
 	f, err := filter.New(exprType, expr)
 	if err != nil {
+		if registered && exprType != "" && exprType != filter.TypeTag {
+			return nil, req.NewResponse(remoting.FilterDataNotExist,
+				fmt.Sprintf("The broker's consumer filter data is not exist!Your expression may be wrong! [%s]: %v", expr, err))
+		}
+		if exprType == filter.TypeSQL92 && !c.EnablePropertyFilter {
+			return nil, req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by "+exprType)
+		}
 		return nil, req.NewResponse(remoting.SubscriptionParseFailed, fmt.Sprintf("parse the consumer's subscription[%s] failed: %v", expr, err))
+	}
+	if exprType == filter.TypeSQL92 && !c.EnablePropertyFilter {
+		return nil, req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by "+exprType)
 	}
 	if tf, ok := f.(filter.TagFilter); ok {
 		if tf.All() {

@@ -210,12 +210,26 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 		if h.MaxReconsumeTimes != nil && req.Version >= versionV3_4_9 {
 			maxTimes = *h.MaxReconsumeTimes
 		}
-		if h.ReconsumeTimes > maxTimes {
+		// Java's handleRetryAndDLQ: a client that could not send a message back sends it
+		// here itself with reconsumeTimes already incremented, and it is dead once that
+		// reaches the limit (the same >= as CONSUMER_SEND_MSG_BACK's).
+		if h.ReconsumeTimes >= maxTimes {
 			dlq := retry.DLQTopic(group)
 			if _, err := b.topics.Ensure(dlq, retry.DLQQueueNums, retry.TopicPerm, 0); err != nil {
 				return req.NewResponse(remoting.SystemError, err.Error())
 			}
 			m.Topic, m.QueueID = dlq, 0
+			// Dead now, not later: the DELAY the client set for the next retry goes
+			// (Java's setDelayTimeLevel(0)), or the message would be scheduled instead.
+			if _, ok := message.LookupProperty([]byte(m.Properties), message.PropertyDelayTimeLevel); ok {
+				props := message.DecodeProperties(m.Properties)
+				delete(props, message.PropertyDelayTimeLevel)
+				p, err := message.EncodeProperties(props)
+				if err != nil {
+					return req.NewResponse(remoting.MessageIllegal, err.Error())
+				}
+				m.Properties = p
+			}
 		}
 	}
 	if transaction.IsPrepared(m) {

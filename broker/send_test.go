@@ -169,3 +169,49 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 		t.Fatalf("commit of a wrong offset: %v", r)
 	}
 }
+
+// A client that cannot send a message back sends it to %RETRY%<group> itself with
+// reconsumeTimes already incremented (the Go client's sendMessageBackAsNormal, Java's
+// sendMessageBack fallback): it is dead once that reaches maxReconsumeTimes.
+func TestSendToRetryTopicPastLimitGoesToDLQ(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	send := func(reconsumeTimes, maxTimes string) {
+		t.Helper()
+		props, _ := message.EncodeProperties(map[string]string{"DELAY": "3", "RETRY_TOPIC": "RT"})
+		resp := tb.invoke(remoting.SendMessageV2, map[string]string{
+			"a": "CLIENT_INNER_PRODUCER", "b": "%RETRY%rtg", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0",
+			"i": props, "j": reconsumeTimes, "k": "false", "l": maxTimes, "m": "false",
+		}, []byte("retry-"+reconsumeTimes))
+		if resp.Code != remoting.Success {
+			t.Fatalf("send to the retry topic: %v", resp)
+		}
+	}
+	send("1", "2") // below the limit: delayed, bound for %RETRY%rtg
+	waitFor(t, func() bool { return tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) == 1 })
+	send("2", "2") // reached it: dead
+	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%rtg", 0) == 1 })
+	if tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) != 1 {
+		t.Fatal("a message at the limit was scheduled for another retry")
+	}
+}
+
+// Without maxReconsumeTimes in the header (clients before V3_4_9) the group's
+// retryMaxTimes is the limit.
+func TestSendBackHonoursGroupRetryMaxTimes(t *testing.T) {
+	tb := startBroker(t, "", nil)
+	tb.createTopic("GR", 1)
+	if r := tb.invoke(remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"grg","retryMaxTimes":1}`)); r.Code != remoting.Success {
+		t.Fatalf("create group: %v", r)
+	}
+	props, _ := message.EncodeProperties(map[string]string{"UNIQ_KEY": "gr-1"})
+	resp := tb.invoke(remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": "GR", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1", "h": "0", "i": props, "j": "1", "k": "false", "m": "false",
+	}, []byte("retried-once"))
+	_, phy, _ := message.ParseOffsetMsgID(resp.Field("msgId"))
+	r := tb.invoke(remoting.ConsumerSendMsgBack, map[string]string{"offset": strconv.FormatInt(phy, 10),
+		"group": "grg", "delayLevel": "0", "originTopic": "GR", "unitMode": "false"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("send back: %v", r)
+	}
+	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%grg", 0) == 1 })
+}

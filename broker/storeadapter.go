@@ -73,11 +73,14 @@ func (a storeAdapter) QueryByKey(topic, key string, maxNum int, begin, end int64
 	return out, nil
 }
 
-// InMemory reads one message at offset and asks whether it lies in the in-memory window.
+// InMemory answers as Java's QUERY_CONSUMER_OFFSET asks (!checkInDiskByConsumeOffset):
+// an offset without a readable message counts as in memory.
 func (a storeAdapter) InMemory(topic string, qid int32, offset int64) bool {
-	r := a.s.GetMessage(topic, qid, offset, 1, 0, nil)
-	defer r.Release()
-	return r.Status != store.Found || !r.SuggestPullingFromSlave
+	phy, ok := a.s.CommitLogOffsetInQueue(topic, qid, offset)
+	if !ok || phy < a.s.CommitLogMinOffset() {
+		return true
+	}
+	return a.s.CheckInMemByConsumeOffset(topic, qid, offset, 1)
 }
 
 func (a storeAdapter) MaxPhyOffset() int64            { return a.s.CommitLogMaxOffset() }

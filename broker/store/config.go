@@ -25,6 +25,7 @@ const (
 	DefaultMaxIndexNum                = 5000000 * 4
 	DefaultMessageDelayLevel          = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 	DefaultAccessMessageInMemoryRatio = 40
+	DefaultMaxFilterScanEntries       = 16000 / CQEntrySize // Java's maxFilterMessageCount: 16000 bytes of consume queue
 )
 
 // Config configures a Store. Field names follow the Java broker.conf keys
@@ -54,6 +55,12 @@ type Config struct {
 	MaxTransferCountOnMessageInMemory int
 	MaxTransferBytesOnMessageInDisk   int
 	MaxTransferCountOnMessageInDisk   int
+
+	// MaxFilterScanEntries caps the consume-queue entries one GetMessage
+	// looks at (matching or not), or maxMsgs if larger, as Java's
+	// maxFilterMessageCount (16000 bytes, so 800 entries; not a broker.conf
+	// key there). 0 means the default.
+	MaxFilterScanEntries int
 
 	// StoreHost is written into every record and makes offsetMsgId.
 	StoreHost netip.AddrPort
@@ -88,6 +95,7 @@ func DefaultConfig(root string) Config {
 		MaxTransferCountOnMessageInMemory: 32,
 		MaxTransferBytesOnMessageInDisk:   64 * 1024,
 		MaxTransferCountOnMessageInDisk:   8,
+		MaxFilterScanEntries:              DefaultMaxFilterScanEntries,
 		StoreHost:                         netip.MustParseAddrPort("127.0.0.1:10911"),
 	}
 }

@@ -45,6 +45,14 @@ type consumeQueue struct {
 	maxOffset atomic.Int64 // next queue offset to write; entries below are readable
 	minOffset atomic.Int64 // first valid queue offset
 	flushed   int64        // entries below are durable (dispatcher/flush goroutine, under Store.flushMu)
+	// newFiles is set when the dispatcher created a file (and maybe its
+	// directories) that the next flush must make durable.
+	newFiles atomic.Bool
+	spares   *cqSpares // nil: create files in place
+
+	placeMu sync.Mutex       // guards pending, gone and the Path of pending files
+	pending []*mmapfile.File // spares in files, not yet under their names (see place)
+	gone    bool             // destroyed: place nothing more
 }
 
 func cqDir(root, topic string, qid int32) string {
@@ -163,7 +171,7 @@ func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) (bool, e
 	f := cq.file(off)
 	if f == nil {
 		var err error
-		if f, err = cq.newFile(pos - pos%int64(cq.fileSize)); err != nil {
+		if f, err = cq.newFile(pos-pos%int64(cq.fileSize), cq.spares.take()); err != nil {
 			return false, err
 		}
 		f.Hold()
@@ -177,21 +185,35 @@ func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) (bool, e
 	return true, nil
 }
 
-func (cq *consumeQueue) newFile(start int64) (*mmapfile.File, error) {
-	if err := os.MkdirAll(cq.dir, 0o755); err != nil {
-		return nil, err
+// newFile adds the file starting at byte position start. It runs on the
+// dispatcher before the entry that needs it becomes readable, so it does no
+// fsync and, given a spare (see cqspare.go), no file system work at all:
+// the spare keeps its spare name until place moves it, in the background.
+// The file and its directories are made durable by the next flush, before
+// any checkpoint claims entries in it.
+func (cq *consumeQueue) newFile(start int64, spare *mmapfile.File) (*mmapfile.File, error) {
+	f := spare
+	if f == nil {
+		if err := os.MkdirAll(cq.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
+		}
+		var err error
+		f, err = mmapfile.CreateUnsynced(filepath.Join(cq.dir, mmapfile.Name(start)), start, cq.fileSize)
+		if err != nil {
+			return nil, fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
+		}
+		cq.newFiles.Store(true) // before the file can hold a published entry
+	} else {
+		f.Start = start
+		cq.placeMu.Lock()
+		cq.pending = append(cq.pending, f)
+		cq.placeMu.Unlock()
 	}
-	f, err := mmapfile.Create(filepath.Join(cq.dir, mmapfile.Name(start)), start, cq.fileSize)
-	if err != nil {
-		return nil, fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
-	}
+	var old []*mmapfile.File
 	cq.mu.Lock()
 	if n := len(cq.files); n > 0 && cq.files[n-1].Start+int64(cq.fileSize) != start {
 		// Not contiguous (first entry far ahead): start a fresh run.
-		for _, old := range cq.files {
-			old.TryDestroy()
-		}
-		cq.files = nil
+		old, cq.files = cq.files, nil
 	}
 	if len(cq.files) == 0 {
 		cq.minOffset.Store(start / CQEntrySize)
@@ -199,11 +221,52 @@ func (cq *consumeQueue) newFile(start int64) (*mmapfile.File, error) {
 	}
 	cq.files = append(cq.files, f)
 	cq.mu.Unlock()
+	if len(old) > 0 {
+		cq.place() // TryDestroy removes by name; a failure leaves the spare name, removed as well
+		for _, o := range old {
+			o.TryDestroy()
+		}
+	} else if spare != nil {
+		cq.spares.schedule(cq)
+	}
 	return f, nil
 }
 
-// flush fdatasyncs the files holding entries written since the last flush.
+// place moves the spares newFile took to their names in the queue's
+// directory. The placer goroutine runs it soon after; flush runs it before
+// syncing (so before a checkpoint claims the entries), and so does anything
+// that removes files by name. Nothing is placed once the queue is destroyed.
+func (cq *consumeQueue) place() error {
+	cq.placeMu.Lock()
+	defer cq.placeMu.Unlock()
+	if cq.gone || len(cq.pending) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(cq.dir, 0o755); err != nil {
+		return fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
+	}
+	for len(cq.pending) > 0 {
+		f := cq.pending[0]
+		path := filepath.Join(cq.dir, mmapfile.Name(f.Start))
+		if err := os.Rename(f.Path, path); err != nil {
+			return fmt.Errorf("%w: consume queue %s/%d: place %s: %w", ErrWriteFailed, cq.topic, cq.queueID, f.Path, err)
+		}
+		f.Path = path
+		cq.pending = cq.pending[1:]
+		cq.newFiles.Store(true)
+	}
+	cq.pending = nil
+	return nil
+}
+
+// flush fdatasyncs the files holding entries written since the last flush,
+// then, if the dispatcher created files since, fsyncs the queue's directory
+// and its parents (which MkdirAll may have created).
 func (cq *consumeQueue) flush() error {
+	if err := cq.place(); err != nil {
+		return err
+	}
+	newFiles := cq.newFiles.Swap(false) // before end: covers every file end reaches into
 	end := cq.maxOffset.Load()
 	fs := int64(cq.fileSize) / CQEntrySize
 	for off := cq.flushed - cq.flushed%fs; off < end; off += fs {
@@ -214,7 +277,17 @@ func (cq *consumeQueue) flush() error {
 		err := f.Sync()
 		f.Release()
 		if err != nil {
+			cq.newFiles.Store(newFiles || cq.newFiles.Load())
 			return fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
+		}
+	}
+	if newFiles {
+		topicDir := filepath.Dir(cq.dir)
+		for _, d := range []string{cq.dir, topicDir, filepath.Dir(topicDir)} {
+			if err := mmapfile.SyncDir(d); err != nil && !os.IsNotExist(err) {
+				cq.newFiles.Store(true)
+				return fmt.Errorf("%w: consume queue %s/%d: %w", ErrWriteFailed, cq.topic, cq.queueID, err)
+			}
 		}
 	}
 	cq.flushed = end
@@ -248,6 +321,7 @@ func (cq *consumeQueue) truncate(phyEnd int64) {
 // dropFilesFrom removes files starting at or after byte position pos, so
 // that the newest file always holds the queue's end.
 func (cq *consumeQueue) dropFilesFrom(pos int64) {
+	cq.place() // a failure leaves the spare name, which TryDestroy then removes
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	for n := len(cq.files); n > 1 && cq.files[n-1].Start >= pos; n = len(cq.files) {
@@ -262,6 +336,7 @@ func (cq *consumeQueue) dropFilesFrom(pos int64) {
 // commitlog offset phyMin (the newest file is always kept) and moves
 // minOffset to the first entry at or above phyMin.
 func (cq *consumeQueue) deleteBelow(phyMin int64) int {
+	cq.place() // a failure leaves the spare name, which TryDestroy then removes
 	deleted := 0
 	for {
 		cq.mu.Lock()
@@ -309,6 +384,10 @@ func (cq *consumeQueue) correctMin(phyMin int64) {
 }
 
 func (cq *consumeQueue) destroy() {
+	cq.placeMu.Lock() // pending spares are removed under their spare names
+	defer cq.placeMu.Unlock()
+	cq.gone = true
+	cq.pending = nil
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	for _, f := range cq.files {

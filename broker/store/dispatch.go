@@ -196,9 +196,9 @@ func (s *Store) queue(topic string, qid int32) *consumeQueue {
 	return s.cqs[topic][qid]
 }
 
-func (s *Store) queueForWrite(topic []byte, qid int32) (*consumeQueue, error) {
+func (s *Store) queueForWrite(topic []byte, qid int32) (cq *consumeQueue, err error) {
 	s.cqMu.RLock()
-	cq := s.cqs[string(topic)][qid]
+	cq = s.cqs[string(topic)][qid]
 	s.cqMu.RUnlock()
 	if cq != nil {
 		return cq, nil
@@ -209,10 +209,16 @@ func (s *Store) queueForWrite(topic []byte, qid int32) (*consumeQueue, error) {
 	if cq = s.cqs[t][qid]; cq != nil {
 		return cq, nil
 	}
-	cq, err := openConsumeQueue(s.cfg.consumeQueueDir(), t, qid, s.cfg.MappedFileSizeConsumeQueue)
-	if err != nil {
+	if s.cqLoaded {
+		// Every queue directory was opened by loadConsumeQueues, so this
+		// queue has none yet: do not look (a lookup in the consume-queue
+		// root can wait behind placeLoop's mkdir there).
+		cq = &consumeQueue{topic: t, queueID: qid, dir: cqDir(s.cfg.consumeQueueDir(), t, qid),
+			fileSize: s.cfg.MappedFileSizeConsumeQueue}
+	} else if cq, err = openConsumeQueue(s.cfg.consumeQueueDir(), t, qid, s.cfg.MappedFileSizeConsumeQueue); err != nil {
 		return nil, err
 	}
+	cq.spares = s.spares
 	if s.cqs[t] == nil {
 		s.cqs[t] = map[int32]*consumeQueue{}
 	}

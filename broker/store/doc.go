@@ -9,11 +9,16 @@
 //	<root>/index/<yyyyMMddHHmmssSSS>              hash index files, named by creation time
 //	<root>/checkpoint                             how far each part is durable
 //	<root>/abort                                  present while the store is open
+//	<root>/consumequeue/.spare-<n>.tmp            ready consume-queue files (see cqspare.go)
 //
 // Every data file is created at its full size (fallocate, so a full disk
 // fails at creation and never while writing into the mapping) under a
 // ".tmp" name, synced, renamed, and the directory fsynced. Leftover ".tmp"
-// files are removed at open.
+// files are removed at open. Consume-queue files are the exception: the
+// dispatcher must not wait for a disk round trip before a new queue's first
+// message is readable, so it takes a spare file made (unsynced) in the
+// background and moves it to its name afterwards; the logics flush syncs the
+// file and its directories before a checkpoint claims any entry in it.
 //
 // # Commitlog
 //

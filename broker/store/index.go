@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -129,14 +130,22 @@ func (s *indexService) build(v *message.RecordView, phy int64) error {
 }
 
 // query returns commitlog offsets of topic#key entries stored in
-// [begin, end] ms, newest first, at most max.
+// [begin, end] ms, newest first, at most max. Any begin and end are valid:
+// tools send end = Long.MAX_VALUE, and no bound is ever added to or
+// subtracted from without saturating.
 func (s *indexService) query(topic, key string, max int, begin, end int64) []int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []int64
+	if begin > end {
+		return nil
+	}
 	for i := len(s.files) - 1; i >= 0 && len(out) < max; i-- {
 		h := s.files[i].header()
-		if h.indexCount <= 1 || h.endTs < begin || h.beginTs > end+1000 {
+		// Entry times are whole seconds after beginTs, so a file whose
+		// first entry is within a second after end may still hold none in
+		// range; the per-entry check decides.
+		if h.indexCount <= 1 || h.endTs < begin || h.beginTs > addSat(end, 1000) {
 			continue
 		}
 		out = s.files[i].query(topic+"#"+key, begin, end, max, out)
@@ -187,4 +196,17 @@ func (s *indexService) deleteBelow(phyMin int64) int {
 		n++
 	}
 	return n
+}
+
+// addSat is a+b clamped to the int64 range, for time bounds that may be
+// math.MaxInt64 or math.MinInt64.
+func addSat(a, b int64) int64 {
+	c := a + b
+	if (c > a) != (b > 0) {
+		if b > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return c
 }

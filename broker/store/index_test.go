@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -84,6 +85,44 @@ func TestIndexTruncateRestoresChains(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("k%d after truncate: %v want %v", k, got, want)
+		}
+	}
+}
+
+// TestIndexQueryUnboundedTimeRange: mqadmin queryMsgByKey asks for
+// [0, Long.MAX_VALUE]; end+slack must not wrap around and hide every file.
+func TestIndexQueryUnboundedTimeRange(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxIndexNum = 8 // several files
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	var offs []int64
+	for i := range 10 {
+		offs = append(offs, mustPut(t, s, newMsg("I", 0, body(i), map[string]string{"KEYS": "k"})).PhysicalOffset)
+	}
+	waitDispatched(t, s)
+	for _, r := range [][2]int64{{0, math.MaxInt64}, {math.MinInt64, math.MaxInt64}, {math.MaxInt64 - 500, math.MaxInt64}, {math.MinInt64, math.MinInt64 + 10}} {
+		got := s.QueryMessage("I", "k", 100, r[0], r[1])
+		want := 0
+		if r[0] <= 0 && r[1] == math.MaxInt64 {
+			want = len(offs)
+		}
+		if len(got) != want {
+			t.Errorf("QueryMessage in [%d, %d]: %d hits, want %d", r[0], r[1], len(got), want)
+		}
+	}
+	if got := s.QueryMessage("I", "k", 100, math.MaxInt64, 0); len(got) != 0 {
+		t.Errorf("begin > end: %d hits", len(got))
+	}
+}
+
+func TestAddSat(t *testing.T) {
+	for _, c := range [][3]int64{
+		{1, 2, 3}, {math.MaxInt64, 1000, math.MaxInt64}, {math.MaxInt64 - 1, 1, math.MaxInt64},
+		{math.MinInt64, -1, math.MinInt64}, {math.MinInt64, 1000, math.MinInt64 + 1000}, {-5, 0, -5},
+	} {
+		if got := addSat(c[0], c[1]); got != c[2] {
+			t.Errorf("addSat(%d, %d) = %d, want %d", c[0], c[1], got, c[2])
 		}
 	}
 }

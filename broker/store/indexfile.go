@@ -133,7 +133,7 @@ func (x *indexFile) query(key string, begin, end int64, max int, out []int64) []
 	n := int32(binary.BigEndian.Uint32(x.f.Data[x.slotPos(hash):]))
 	for n > 0 && n < h.indexCount && len(out) < max {
 		e := x.entry(n)
-		t := h.beginTs + int64(e.timeDiff)*1000
+		t := addSat(h.beginTs, int64(e.timeDiff)*1000)
 		if e.hash == hash && t >= begin && t <= end {
 			out = append(out, e.phy)
 		}
@@ -156,7 +156,7 @@ func (x *indexFile) truncate(phyEnd int64) {
 		e := x.entry(n)
 		if e.phy < phyEnd {
 			h.endPhy = e.phy
-			h.endTs = h.beginTs + int64(e.timeDiff)*1000
+			h.endTs = addSat(h.beginTs, int64(e.timeDiff)*1000)
 			break
 		}
 		sp := x.slotPos(e.hash)

@@ -122,9 +122,31 @@ func (s *Store) EarliestMessageTime(topic string, qid int32) int64 {
 	return s.MessageStoreTime(topic, qid, s.MinOffsetInQueue(topic, qid))
 }
 
-// OffsetInQueueByTime returns the first queue offset whose store time is
-// >= ts (binary search over the queue); max offset if all are older, min
-// offset if all are newer.
+// OffsetInQueueByTime answers SEARCH_OFFSET_BY_TIMESTAMP and reset-by-time:
+// the first queue offset whose store time is >= ts (binary search over the
+// queue), so a consumer moved there reads exactly the messages stored at or
+// after ts. That gives the min offset if every message is at or after ts,
+// and the max offset (nothing to re-consume) if every message is older.
+//
+// The Java broker (4.9.7 ConsumeQueue.getOffsetInQueueByTime) answers
+// differently, on purpose we do not follow:
+//   - ts later than the newest message: Java gives max-1, so a reset to
+//     "now" re-delivers the newest message; we give max. (Our compat suite
+//     saw max-1 from the Java broker.)
+//   - ts between two messages: Java gives whichever neighbour is closer in
+//     time, which may be the one stored before ts; we always give the one
+//     after.
+//   - several messages stored at ts: Java gives whichever its binary search
+//     hits first; we give the first of them.
+//   - Java searches only the consume-queue file picked by file mtime, so
+//     its answer can also depend on when files were last written.
+//
+// Where Java is equal to us: ts before the oldest message (min offset), ts
+// equal to a unique store time (that offset), an empty or unknown queue
+// (0 for unknown; min = max for empty). The official clients (Java and Go,
+// CONSUME_FROM_TIMESTAMP, seek by time) and mqadmin resetOffsetByTime use
+// the answer only as a start position, so they see at most one message
+// less re-delivered than on the Java broker.
 func (s *Store) OffsetInQueueByTime(topic string, qid int32, ts int64) int64 {
 	cq := s.queue(topic, qid)
 	if cq == nil {
@@ -217,10 +239,15 @@ func (s *Store) DeleteTopic(topic string) {
 	s.dispMu.Unlock()
 }
 
-// InMemory reports whether the message at a queue offset is within the
-// "in memory" window (see GetMessage); false if there is no such entry.
-// QUERY_CONSUMER_OFFSET uses it for brand-new groups.
-func (s *Store) InMemory(topic string, qid int32, off int64) bool {
-	phy, ok := s.CommitLogOffsetInQueue(topic, qid, off)
-	return ok && s.cl.wrote.Load()-phy <= s.memLimit
+// CheckInMemByConsumeOffset is Java's checkInMemByConsumeOffset: whether
+// the message at queue offset consumeOffset is still stored and within the
+// "in memory" window, the last AccessMessageInMemoryMaxRatio % of RAM
+// before the commitlog tail (the same window that sets GetMessage's
+// transfer limits and SuggestPullingFromSlave). False if the queue has no
+// such entry. batchSize is accepted for Java's signature; it cannot change
+// the answer here: the first message of a batch is the one farthest from
+// the tail.
+func (s *Store) CheckInMemByConsumeOffset(topic string, queueID int32, consumeOffset int64, batchSize int) bool {
+	phy, ok := s.CommitLogOffsetInQueue(topic, queueID, consumeOffset)
+	return ok && phy >= s.cl.minOffset() && s.cl.wrote.Load()-phy <= s.memLimit
 }

@@ -83,7 +83,8 @@ func (r *GetResult) Release() {
 // topic/queueID starting at queue offset offset, applying filter. Transfer
 // limits as RocketMQ: 256 KB / 32 messages while the read is within the
 // "in memory" window (AccessMessageInMemoryMaxRatio % of RAM behind the
-// commitlog tail), 64 KB / 8 beyond it.
+// commitlog tail), 64 KB / 8 beyond it. It looks at no more than
+// max(Config.MaxFilterScanEntries, maxMsgs) entries.
 func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgs, maxBytes int, filter MessageFilter) *GetResult {
 	r := &GetResult{}
 	if s.closed.Load() {
@@ -125,6 +126,16 @@ func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgs, m
 	var maxPhyPulled int64
 	n := 0
 	i := 0
+	// Scan at most max(MaxFilterScanEntries, maxMsgs) entries, as Java: a
+	// filter that matches little answers NO_MATCHED_MESSAGE with the next
+	// begin offset past what was scanned, and the consumer moves on.
+	scan := s.cfg.MaxFilterScanEntries
+	if scan <= 0 {
+		scan = DefaultMaxFilterScanEntries
+	}
+	if scan = max(scan, maxMsgs); scan < len(entries)/CQEntrySize {
+		entries = entries[:scan*CQEntrySize]
+	}
 	for ; i+CQEntrySize <= len(entries) && n < maxMsgs; i += CQEntrySize {
 		e := getEntry(entries[i:])
 		maxPhyPulled = e.phy

@@ -205,18 +205,117 @@ func TestTimeLookups(t *testing.T) {
 	}
 }
 
-func TestInMemory(t *testing.T) {
+func TestCheckInMemByConsumeOffset(t *testing.T) {
 	s := mustOpen(t, testConfig(t))
 	defer s.Close()
 	for i := range 3 {
 		mustPut(t, s, newMsg("M", 0, body(i), nil))
 	}
 	waitDispatched(t, s)
-	if !s.InMemory("M", 0, 0) || s.InMemory("M", 0, 3) || s.InMemory("nope", 0, 0) {
-		t.Fatal("InMemory with default RAM window")
+	if !s.CheckInMemByConsumeOffset("M", 0, 0, 1) || !s.CheckInMemByConsumeOffset("M", 0, 0, 32) {
+		t.Fatal("offset 0 not in memory with the default RAM window")
+	}
+	if s.CheckInMemByConsumeOffset("M", 0, 3, 1) || s.CheckInMemByConsumeOffset("nope", 0, 0, 1) || s.CheckInMemByConsumeOffset("M", 0, -1, 1) {
+		t.Fatal("in memory without an entry")
 	}
 	s.memLimit = 10
-	if s.InMemory("M", 0, 0) {
-		t.Fatal("offset 0 is far behind a 10-byte window")
+	if s.CheckInMemByConsumeOffset("M", 0, 0, 1) || s.CheckInMemByConsumeOffset("M", 0, 2, 1) {
+		t.Fatal("offsets are far behind a 10-byte window")
+	}
+	phy2, _ := s.CommitLogOffsetInQueue("M", 0, 2)
+	s.memLimit = s.CommitLogMaxOffset() - phy2
+	if !s.CheckInMemByConsumeOffset("M", 0, 2, 1) || s.CheckInMemByConsumeOffset("M", 0, 1, 1) {
+		t.Fatal("window boundary: the window's oldest byte is in memory, the one before is not")
+	}
+}
+
+// TestFilteredGetCapsScan: a tag filter that matches nothing in a long
+// queue must not scan to the end of the consume-queue file; like Java it
+// gives up after maxFilterMessageCount entries with NO_MATCHED_MESSAGE and
+// the next begin offset just past them, and a later pull from there finds
+// the match.
+func TestFilteredGetCapsScan(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	cfg.MappedFileSizeConsumeQueue = 3000 * CQEntrySize // one file holds the whole queue
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	if DefaultConfig("x").MaxFilterScanEntries != 800 {
+		t.Fatalf("default MaxFilterScanEntries %d, want 800 (Java: 16000 bytes)", DefaultConfig("x").MaxFilterScanEntries)
+	}
+	const n = 2000
+	for i := range n {
+		tag := "miss"
+		if i == n-1 {
+			tag = "hit"
+		}
+		mustPut(t, s, newMsg("F", 0, "b", map[string]string{"TAGS": tag}))
+	}
+	waitDispatched(t, s)
+	hit := TagsFilter(message.TagsCode("hit"))
+	var off int64
+	for want := range []int64{800, 1600} {
+		r := s.GetMessage("F", 0, off, 32, 0, hit)
+		if r.Status != NoMatchedMessage || r.NextBeginOffset != off+800 {
+			t.Fatalf("pull %d from %d: %v next %d, want NO_MATCHED_MESSAGE next %d", want, off, r.Status, r.NextBeginOffset, off+800)
+		}
+		r.Release()
+		off = r.NextBeginOffset
+	}
+	r := s.GetMessage("F", 0, off, 32, 0, hit)
+	if r.Status != Found || len(r.Messages) != 1 || r.NextBeginOffset != n {
+		t.Fatalf("last pull from %d: %v %d messages next %d", off, r.Status, len(r.Messages), r.NextBeginOffset)
+	}
+	r.Release()
+	// maxMsgs above the cap raises it, as Java's max(16000, maxMsgNums*20).
+	r = s.GetMessage("F", 0, 0, 1500, 0, hit)
+	if r.NextBeginOffset != 1500 {
+		t.Fatalf("maxMsgs 1500: next %d, want 1500", r.NextBeginOffset)
+	}
+	r.Release()
+	// Configurable.
+	s.cfg.MaxFilterScanEntries = 100
+	r = s.GetMessage("F", 0, 0, 32, 0, hit)
+	if r.Status != NoMatchedMessage || r.NextBeginOffset != 100 {
+		t.Fatalf("cap 100: %v next %d", r.Status, r.NextBeginOffset)
+	}
+	r.Release()
+}
+
+// TestOffsetInQueueByTimeFirstAtOrAfter pins where OffsetInQueueByTime
+// differs from Java's getOffsetInQueueByTime: after the newest message it
+// is the max offset (Java: max-1), between messages the later neighbour
+// (Java: the closer one), among equal store times the first.
+func TestOffsetInQueueByTimeFirstAtOrAfter(t *testing.T) {
+	cfg := testConfig(t)
+	base := int64(1_700_000_000_000)
+	var clock int64
+	cfg.Now = func() time.Time { return time.UnixMilli(base + clock) }
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	if got := s.OffsetInQueueByTime("T", 0, base); got != 0 {
+		t.Fatalf("unknown queue: %d", got)
+	}
+	for _, at := range []int64{0, 1000, 1000, 3000} { // offsets 0..3
+		clock = at
+		mustPut(t, s, newMsg("T", 0, "b", nil))
+	}
+	waitDispatched(t, s)
+	for _, c := range []struct {
+		ts, want int64
+		java     string
+	}{
+		{-1, 0, "0 (min)"},
+		{0, 0, "0"},
+		{1000, 1, "1 or 2"},
+		{1100, 3, "1 or 2 (closer)"},
+		{2900, 3, "3 (closer)"},
+		{3000, 3, "3"},
+		{3001, 4, "3 (max-1)"},
+		{1 << 40, 4, "3 (max-1)"},
+	} {
+		if got := s.OffsetInQueueByTime("T", 0, base+c.ts); got != c.want {
+			t.Errorf("OffsetInQueueByTime(base%+d) = %d, want %d (Java: %s)", c.ts, got, c.want, c.java)
+		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 //
 //	putMu -> commitLog.createMu -> commitLog.spareMu | commitLog.mu
 //	dispMu -> cqMu -> consumeQueue.mu;  dispMu -> indexService.mu
-//	flushMu -> commitLog.flushMu -> commitLog.mu | consumeQueue.mu | indexService.mu
+//	dispMu -> consumeQueue.placeMu -> consumeQueue.mu
+//	flushMu -> commitLog.flushMu -> commitLog.mu | consumeQueue.placeMu | consumeQueue.mu | indexService.mu
 //	groupCommit.mu is a leaf.
 //
 // Mapped-file references (Hold/Release) are lock-free and may outlive the
@@ -31,8 +32,9 @@ type Store struct {
 	cl    *commitLog
 	index *indexService
 
-	cqMu sync.RWMutex
-	cqs  map[string]map[int32]*consumeQueue
+	cqMu     sync.RWMutex
+	cqs      map[string]map[int32]*consumeQueue
+	cqLoaded bool // every queue on disk is in cqs (set once in Open)
 
 	putMu      sync.Mutex      // the single commitlog writer
 	queueTable map[cqKey]int64 // next queue offset per queue; under putMu
@@ -43,6 +45,7 @@ type Store struct {
 	gc         *groupCommit    // SYNC_FLUSH only
 	flushMu    sync.Mutex      // serialises logics flushes and checkpoint writes
 	listeners  atomic.Pointer[[]ArrivalFunc]
+	spares     *cqSpares // ready consume-queue files for the dispatcher
 
 	// Recovery facts, for callers and tests.
 	CleanStart bool  // the previous run shut down cleanly
@@ -81,6 +84,8 @@ func Open(cfg Config) (*Store, error) {
 		stop:       make(chan struct{}),
 	}
 	s.memLimit = totalMemory(cfg.TotalMemory) * int64(cfg.AccessMessageInMemoryMaxRatio) / 100
+	removeSpares(cfg.consumeQueueDir())
+	s.spares = newCQSpares(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue)
 	var err error
 	if s.cl, err = openCommitLog(cfg.commitLogDir(), cfg.MappedFileSizeCommitLog); err != nil {
 		return nil, err
@@ -93,6 +98,7 @@ func Open(cfg Config) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	s.cqLoaded = true
 	if err := s.recover(); err != nil {
 		s.closeFiles()
 		return nil, err
@@ -116,6 +122,9 @@ func (s *Store) start() {
 	go s.dispatchLoop()
 	go s.flushLoop()
 	go s.cleanLoop()
+	s.wg.Add(2)
+	go s.spareLoop()
+	go s.placeLoop()
 	if s.gc != nil {
 		s.wg.Add(1)
 		go s.gc.run()
@@ -134,6 +143,7 @@ func (s *Store) Close() error {
 	s.wg.Wait()
 	s.cl.dropSpare()    // the newest segment on disk must hold the tail
 	err := s.dispatch() // catch up with the tail
+	s.spares.drop()
 	if err == nil {
 		err = s.flushAll()
 	}

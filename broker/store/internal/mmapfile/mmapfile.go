@@ -57,6 +57,31 @@ func Create(path string, start int64, size int) (*File, error) {
 	return mapFile(f, path, start, size)
 }
 
+// CreateUnsynced is Create without the fsyncs: it costs no disk round
+// trip. The file still appears under its final name only at its full size
+// (temp name, preallocate, rename), but nothing of it is durable until the
+// caller Syncs it and then SyncDirs every directory it (or a MkdirAll
+// before it) created; a crash before that may lose the file, leave its
+// ".tmp", or leave it short (Open extends a short file).
+func CreateUnsynced(path string, start int64, size int) (*File, error) {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := preallocate(f, int64(size)); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("preallocate %s (%d bytes): %w", path, size, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	return mapFile(f, path, start, size)
+}
+
 func preallocate(f *os.File, size int64) error {
 	err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
 	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
