@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -275,8 +274,6 @@ func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, re
 	if h.MaxNum <= 0 || h.MaxNum > 64 {
 		h.MaxNum = 64
 	}
-	// Tools ask up to Long.MAX_VALUE; keep the store's time arithmetic clear of overflow.
-	h.EndTimestamp = min(h.EndTimestamp, math.MaxInt64/2)
 	recs, err := b.store.QueryByKey(h.Topic, h.Key, h.MaxNum, h.BeginTimestamp, h.EndTimestamp)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
