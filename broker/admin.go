@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -212,13 +213,13 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 func (b *Broker) handleGetBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	c := b.cfg.Get()
 	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = []byte(config.FormatProperties(c.Properties()))
+	resp.Body = []byte(properties.Format(c.Properties()))
 	resp.SetField("version", string(protocol.MustEncode(b.topics.DataVersion())))
 	return resp
 }
 
 func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	props, err := config.ParseProperties(strings.NewReader(string(req.Body)))
+	props, err := properties.Parse(bytes.NewReader(req.Body))
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
@@ -235,7 +236,7 @@ func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Co
 	// and stays what a restart reads.
 	c := b.cfg.Get()
 	if err := metadata.WriteFileAtomic(filepath.Join(metadata.ConfigDir(c.StorePathRootDir), "broker.properties"),
-		[]byte(config.FormatProperties(c.Properties()))); err != nil {
+		[]byte(properties.Format(c.Properties()))); err != nil {
 		b.log.Warn("cannot write broker.properties", "err", err)
 	}
 	if slices.Contains(changed, "namesrvAddr") || slices.Contains(changed, "brokerPermission") {

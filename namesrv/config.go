@@ -1,18 +1,17 @@
 package namesrv
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/properties"
 )
 
 // Config configures a NameServer. Keys in a config file are Java's NamesrvConfig and
@@ -175,35 +174,23 @@ func LoadConfig(path string) (Config, []string, error) {
 	return cfg, warnings, cfg.Validate()
 }
 
-// ReadProperties applies key=value lines ("key: value" and "key value" too; # and !
-// start comments). It returns one warning per unknown key.
+// ReadProperties applies a Java properties text. It returns one warning per unknown key.
 func (c *Config) ReadProperties(r io.Reader) ([]string, error) {
+	props, err := properties.Parse(r)
+	if err != nil {
+		return nil, fmt.Errorf("namesrv: config: %w", err)
+	}
 	var warnings []string
-	sc := bufio.NewScanner(r)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == '!' {
+	for _, p := range props {
+		if _, ok := configKeys[p.Key]; !ok {
+			warnings = append(warnings, fmt.Sprintf("line %d: unknown config key %q ignored", p.Line, p.Key))
 			continue
 		}
-		i := strings.IndexAny(line, "=: \t")
-		key, value := line, ""
-		if i >= 0 {
-			key = line[:i]
-			value = strings.TrimSpace(line[i+1:])
-			// "key = value": the separator may follow blanks.
-			if (line[i] == ' ' || line[i] == '\t') && value != "" && (value[0] == '=' || value[0] == ':') {
-				value = strings.TrimSpace(value[1:])
-			}
-		}
-		if _, ok := configKeys[key]; !ok {
-			warnings = append(warnings, fmt.Sprintf("line %d: unknown config key %q ignored", lineNo, key))
-			continue
-		}
-		if err := c.Set(key, value); err != nil {
-			return warnings, fmt.Errorf("%w (line %d)", err, lineNo)
+		if err := c.Set(p.Key, p.Value); err != nil {
+			return warnings, fmt.Errorf("%w (line %d)", err, p.Line)
 		}
 	}
-	return warnings, sc.Err()
+	return warnings, nil
 }
 
 // Properties renders the effective settings as key=value lines, sorted by key: the form
@@ -222,11 +209,7 @@ func (c *Config) Properties() string {
 		"scanNotActiveBrokerInterval": strconv.FormatInt(c.ScanNotActiveBrokerInterval.Milliseconds(), 10),
 		"brokerChannelExpiredTime":    strconv.FormatInt(c.BrokerChannelExpiredTime.Milliseconds(), 10),
 	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(kv)) {
-		b.WriteString(k + "=" + kv[k] + "\n")
-	}
-	return b.String()
+	return properties.Format(kv)
 }
 
 // Keys returns the accepted config keys, sorted.

@@ -4,6 +4,8 @@
 package config
 
 import (
+	"github.com/openrmq/rocketmq-operator/pkg/properties"
+
 	"errors"
 	"fmt"
 	"io"
@@ -279,7 +281,7 @@ func (w Warning) String() string {
 // Load reads a broker.conf over the defaults. A value that does not parse or validate
 // is an error naming the key; unknown keys come back as warnings.
 func Load(r io.Reader) (*Config, []Warning, error) {
-	props, err := ParseProperties(r)
+	props, err := properties.Parse(r)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %w", err)
 	}
@@ -492,23 +494,6 @@ func (c *Config) Properties() map[string]string {
 	}
 	out["fastListenPort"] = strconv.Itoa(c.ListenPort - 2)
 	return out
-}
-
-// FormatProperties renders props as "key=value\n" lines in key order.
-func FormatProperties(props map[string]string) string {
-	names := make([]string, 0, len(props))
-	for k := range props {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, k := range names {
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(props[k])
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // StoreConfig maps the store keys onto a store.Config.

@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"github.com/openrmq/rocketmq-operator/pkg/atomicfile"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,10 +268,10 @@ func TestOffsetsFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "config", OffsetFile)
-	if err := writeAtomically(p, EncodeOffsets(map[int]int64{1: 1})); err != nil {
+	if err := atomicfile.Write(p, EncodeOffsets(map[int]int64{1: 1})); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeAtomically(p, EncodeOffsets(map[int]int64{1: 2})); err != nil {
+	if err := atomicfile.Write(p, EncodeOffsets(map[int]int64{1: 2})); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, p+".bak"); got != `{"offsetTable":{1:1}}` {

@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"github.com/openrmq/rocketmq-operator/pkg/atomicfile"
+
 	"errors"
 	"log"
 	"path/filepath"
@@ -197,7 +199,7 @@ func (s *Service) Persist() error {
 	if sameTable(t, s.persisted) {
 		return nil
 	}
-	if err := writeAtomically(s.path, EncodeOffsets(t)); err != nil {
+	if err := atomicfile.Write(s.path, EncodeOffsets(t)); err != nil {
 		return err
 	}
 	s.persisted = t

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/broker/store/internal/mmapfile"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
@@ -198,9 +199,17 @@ func TestSpareSegment(t *testing.T) {
 		t.Fatalf("spare %s present=%v never reached", next, want)
 	}
 	waitFile(true)
-	s.cl.spareMu.Lock()
-	spare := s.cl.spare
-	s.cl.spareMu.Unlock()
+	// The file is renamed into place before allocLoop maps it and hands it over.
+	var spare *mmapfile.File
+	for range 500 {
+		s.cl.spareMu.Lock()
+		spare = s.cl.spare
+		s.cl.spareMu.Unlock()
+		if spare != nil {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	if spare == nil || spare.Start != 65536 {
 		t.Fatal("no spare segment held")
 	}

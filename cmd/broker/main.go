@@ -9,6 +9,8 @@
 package main
 
 import (
+	"github.com/openrmq/rocketmq-operator/pkg/properties"
+
 	"context"
 	"flag"
 	"fmt"
@@ -62,7 +64,7 @@ func run() int {
 		}
 	}
 	if *printCfg {
-		fmt.Print(config.FormatProperties(cfg.Properties()))
+		fmt.Print(properties.Format(cfg.Properties()))
 		return 0
 	}
 

@@ -5,12 +5,12 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -56,7 +56,7 @@ func (c *Client) invoke(ctx context.Context, addr string, code int16, fields map
 
 // UpdateBrokerConfig changes broker configuration keys at runtime (UPDATE_BROKER_CONFIG).
 func (c *Client) UpdateBrokerConfig(ctx context.Context, addr string, props map[string]string) error {
-	_, err := c.invoke(ctx, addr, remoting.UpdateBrokerConfig, nil, encodeProperties(props))
+	_, err := c.invoke(ctx, addr, remoting.UpdateBrokerConfig, nil, []byte(properties.Format(props)))
 	return err
 }
 
@@ -66,7 +66,15 @@ func (c *Client) BrokerConfig(ctx context.Context, addr string) (map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	return decodeProperties(resp.Body), nil
+	props, err := properties.Parse(bytes.NewReader(resp.Body))
+	if err != nil {
+		return nil, fmt.Errorf("admin: broker config from %s: %w", addr, err)
+	}
+	out := make(map[string]string, len(props))
+	for _, p := range props {
+		out[p.Key] = p.Value
+	}
+	return out, nil
 }
 
 // CreateOrUpdateSubscriptionGroup writes a group's settings on one broker
@@ -153,32 +161,4 @@ func (c *Client) MasterAddrs(ctx context.Context, namesrvAddr, cluster string) (
 		}
 	}
 	return masters, nil
-}
-
-// encodeProperties writes Java properties text, sorted for stable bytes.
-func encodeProperties(props map[string]string) []byte {
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
-	}
-	return []byte(b.String())
-}
-
-// decodeProperties reads the simple key=value lines brokers send (no continuations).
-func decodeProperties(body []byte) map[string]string {
-	props := map[string]string{}
-	for _, line := range strings.Split(string(body), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		k, v, _ := strings.Cut(line, "=")
-		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return props
 }

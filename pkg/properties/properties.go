@@ -1,6 +1,12 @@
-package config
+// Package properties reads java.util.Properties text: the format of RocketMQ's
+// broker.conf and namesrv.conf, and of the bodies of UPDATE_BROKER_CONFIG and
+// GET_BROKER_CONFIG.
+package properties
 
 import (
+	"maps"
+	"slices"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -14,10 +20,10 @@ type Property struct {
 	Line       int
 }
 
-// ParseProperties reads Java properties text: '#' or '!' comment lines, key and value
+// Parse reads Java properties text: '#' or '!' comment lines, key and value
 // separated by '=', ':' or blanks, a trailing backslash continues the line, and the
 // escapes \t \n \r \f \uXXXX and \<char>. Later keys win, as in java.util.Properties.
-func ParseProperties(r io.Reader) ([]Property, error) {
+func Parse(r io.Reader) ([]Property, error) {
 	var out []Property
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -122,4 +128,17 @@ func unescape(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// Format renders props as "key=value" lines in key order. Values are written as they
+// are: RocketMQ's keys and values need no escapes.
+func Format(props map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(props[k])
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
