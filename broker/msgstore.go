@@ -41,8 +41,12 @@ type MessageFilter = store.MessageFilter
 // MessageStore is what the broker needs from its message store. broker/store implements
 // it through storeAdapter; tests may use a memory implementation.
 type MessageStore interface {
-	// PutMessages appends messages of one topic and queue.
+	// PutMessages appends messages of one topic and queue and waits until they are
+	// durable as the flush mode requires.
 	PutMessages(msgs []*message.Message) (*store.PutResult, error)
+	// AppendMessages appends like PutMessages; durable waits for the flush and gives
+	// the final status. It must be called once.
+	AppendMessages(msgs []*message.Message) (res *store.PutResult, durable func() store.PutStatus, err error)
 	// GetMessages reads up to maxMsgs matching messages from offset, within the per-pull
 	// transfer limits.
 	GetMessages(topic string, queueID int32, offset int64, maxMsgs int, filter MessageFilter) (*GetResult, error)

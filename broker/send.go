@@ -162,23 +162,32 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		msgs = append(msgs, m)
 	}
 
-	res, err := b.store.PutMessages(msgs)
+	res, durable, err := b.store.AppendMessages(msgs)
 	if err != nil {
 		return putErrorResponse(req, err)
 	}
 	b.stats.put.Add(int64(len(msgs)))
 	resp := req.NewResponse(remoting.Success, "")
-	if res.Status == store.PutFlushDiskTimeout {
-		resp.Code = remoting.FlushDiskTimeout
-		resp.Remark = "flush disk timeout"
-	}
 	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))
 	// The queue the producer chose, even when the message was redirected (Java does so).
 	resp.SetField(fieldQueueID, strconv.Itoa(int(h.QueueID)))
 	resp.SetField(fieldQueueOffset, strconv.FormatInt(res.QueueOffset, 10))
 	resp.SetField(message.PropertyMsgRegion, defaultRegion)
 	resp.SetField(message.PropertyTraceSwitch, "true")
-	return resp
+	if c.FlushDiskType != store.SyncFlush {
+		durable() // returns at once
+		return resp
+	}
+	// Wait for the group commit off the send pool, as Java 4.9's async put does: a
+	// worker held per waiting send would cap SYNC_FLUSH throughput at the pool size.
+	b.server.ReplyLater(conn, req, func() *remoting.Command {
+		if durable() == store.PutFlushDiskTimeout {
+			resp.Code = remoting.FlushDiskTimeout
+			resp.Remark = "flush disk timeout"
+		}
+		return resp
+	})
+	return nil
 }
 
 // checkMessage refuses what the record format or the size limit cannot take.

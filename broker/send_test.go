@@ -2,12 +2,16 @@ package broker
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -214,4 +218,40 @@ func TestSendBackHonoursGroupRetryMaxTimes(t *testing.T) {
 		t.Fatalf("send back: %v", r)
 	}
 	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%grg", 0) == 1 })
+}
+
+// Under SYNC_FLUSH a send is answered once its record is durable, and the wait for the
+// group commit does not hold the send worker: with one worker, 64 concurrent sends are
+// all answered SUCCESS and stored.
+func TestSyncFlushSendsShareGroupCommits(t *testing.T) {
+	tb := startBroker(t, "", func(c *config.Config) {
+		c.FlushDiskType = store.SyncFlush
+		c.SendMessageThreadPoolNums = 1
+	})
+	tb.createTopic("SyncT", 1)
+	const n = 64
+	var wg sync.WaitGroup
+	codes := make(chan int16, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- tb.sendV2("SyncT", 0, "", fmt.Sprintf("m%d", i)).Code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != remoting.Success {
+			t.Fatalf("send answered %d, want SUCCESS", code)
+		}
+	}
+	// The consume queue is built by the dispatcher, just behind the commitlog.
+	deadline := time.Now().Add(5 * time.Second)
+	for tb.store.MaxOffset("SyncT", 0) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue holds %d messages, want %d", tb.store.MaxOffset("SyncT", 0), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

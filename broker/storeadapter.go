@@ -20,6 +20,10 @@ func (a storeAdapter) PutMessages(msgs []*message.Message) (*store.PutResult, er
 	return a.s.PutMessages(msgs)
 }
 
+func (a storeAdapter) AppendMessages(msgs []*message.Message) (*store.PutResult, func() store.PutStatus, error) {
+	return a.s.AppendMessages(msgs)
+}
+
 func (a storeAdapter) GetMessages(topic string, qid int32, offset int64, maxMsgs int, filter MessageFilter) (*GetResult, error) {
 	r := a.s.GetMessage(topic, qid, offset, maxMsgs, 0, filter)
 	defer r.Release()

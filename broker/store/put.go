@@ -46,14 +46,47 @@ func (s *Store) PutMessage(m *message.Message) (*PutResult, error) {
 }
 
 // PutMessages appends a batch for one topic and queue: consecutive records
-// with consecutive queue offsets, all in one segment.
+// with consecutive queue offsets, all in one segment. Under SYNC_FLUSH it
+// returns once the records are durable (or SyncFlushTimeout passed).
 func (s *Store) PutMessages(msgs []*message.Message) (*PutResult, error) {
+	res, durable, err := s.AppendMessages(msgs)
+	if err != nil {
+		return nil, err
+	}
+	res.Status = durable()
+	return res, nil
+}
+
+// AppendMessages is PutMessages without the wait for SYNC_FLUSH, so that a
+// caller need not hold a thread while the group commit runs: durable blocks
+// until the records are durable and returns the final status (PutOK at once
+// under ASYNC_FLUSH). The caller must call durable exactly once.
+func (s *Store) AppendMessages(msgs []*message.Message) (res *PutResult, durable func() PutStatus, err error) {
+	if s.gc == nil {
+		res, err = s.appendBatch(msgs)
+		return res, func() PutStatus { return PutOK }, err
+	}
+	// Counted from entry until the wait ends, so that the group commit's
+	// gather step can wait for appenders on their way to it.
+	s.gc.inflight.Add(1)
+	if res, err = s.appendBatch(msgs); err != nil {
+		s.gc.inflight.Add(-1)
+		return nil, nil, err
+	}
+	end := res.PhysicalOffset + int64(res.Size)
+	return res, func() PutStatus {
+		defer s.gc.inflight.Add(-1)
+		if !s.gc.wait(end) {
+			return PutFlushDiskTimeout
+		}
+		return PutOK
+	}, nil
+}
+
+// appendBatch checks and appends msgs and stamps their message ids.
+func (s *Store) appendBatch(msgs []*message.Message) (*PutResult, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: empty batch", ErrBadMessage)
-	}
-	if s.gc != nil {
-		s.gc.inflight.Add(1)
-		defer s.gc.inflight.Add(-1)
 	}
 	sizes := make([]int, len(msgs))
 	crcs := make([]int32, len(msgs))
@@ -87,9 +120,6 @@ func (s *Store) PutMessages(msgs []*message.Message) (*PutResult, error) {
 	for i := range msgs {
 		res.MsgIDs[i] = message.CreateOffsetMsgID(s.cfg.StoreHost, phy)
 		phy += int64(sizes[i])
-	}
-	if s.gc != nil && !s.gc.wait(res.PhysicalOffset+int64(res.Size)) {
-		res.Status = PutFlushDiskTimeout
 	}
 	return res, nil
 }

@@ -206,6 +206,20 @@ func (s *Server) serve(h Handler, c *Conn, req *Command) (resp *Command) {
 	return h.ServeRemoting(s.ctx, c, req)
 }
 
+// ReplyLater answers req from a goroutine of its own once answer returns, so that a
+// handler waiting on something slow but cheap to wait for (a disk flush) gives its pool
+// worker back. Shutdown waits for these answers as for running handlers. Call it only
+// from a handler, which then returns nil.
+func (s *Server) ReplyLater(c *Conn, req *Command, answer func() *Command) {
+	// The calling handler is still counted, so this Add cannot race Shutdown's Wait
+	// from zero.
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		s.reply(c, req, s.serve(HandlerFunc(func(context.Context, *Conn, *Command) *Command { return answer() }), c, req))
+	}()
+}
+
 func (s *Server) reply(c *Conn, req, resp *Command) {
 	if resp == nil || req.IsOneway() {
 		return

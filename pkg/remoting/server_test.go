@@ -345,3 +345,53 @@ func TestServeSurvivesAcceptError(t *testing.T) {
 		t.Errorf("Serve returned %v after Shutdown, want net.ErrClosed", err)
 	}
 }
+
+// A handler that hands its answer to ReplyLater gives its worker back: with one worker,
+// a second request is served while the first still waits, and Shutdown waits for the
+// late answer before closing the connection.
+func TestReplyLaterFreesTheWorkerAndDelaysShutdown(t *testing.T) {
+	finish := make(chan struct{})
+	s := NewServer(ServerConfig{Logger: slog.New(slog.DiscardHandler)})
+	pool := s.NewPool("one", 1, 0)
+	s.Handle(SendMessage, HandlerFunc(func(_ context.Context, c *Conn, req *Command) *Command {
+		s.ReplyLater(c, req, func() *Command {
+			<-finish
+			return req.NewResponse(Success, "durable")
+		})
+		return nil
+	}), pool)
+	s.Handle(HeartBeat, echo, pool)
+	l, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, l.Addr().String())
+	req := NewRequest(SendMessage, nil, nil)
+	req.Serialize = Binary
+	c.send(req)
+
+	// The only worker is free again: the heartbeat is served, not refused as busy.
+	deadline := time.Now().Add(5 * time.Second)
+	for resp := c.roundTrip(HeartBeat); resp.Code != Success; resp = c.roundTrip(HeartBeat) {
+		if resp.Code != SystemBusy || time.Now().After(deadline) {
+			t.Fatalf("heartbeat beside a late reply answered %v", resp)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- s.Shutdown(testContext(t)) }()
+	select {
+	case err := <-shutdown:
+		t.Fatalf("Shutdown returned %v before the late reply was sent", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(finish)
+	resp := c.mustRead()
+	if resp.Opaque != req.Opaque || resp.Remark != "durable" || resp.Serialize != Binary {
+		t.Fatalf("late reply %v (serialize %v), want opaque %d in the request's serialization", resp, resp.Serialize, req.Opaque)
+	}
+	if err := <-shutdown; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
