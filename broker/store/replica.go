@@ -35,10 +35,21 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	if s.writeErr != nil {
 		return s.writeErr
 	}
-	if tail := s.cl.wrote.Load(); offset != tail {
-		return fmt.Errorf("%w: raw append at %d, tail is %d", ErrOffsetMismatch, offset, tail)
-	}
 	size := int64(s.cl.segSize)
+	if tail := s.cl.wrote.Load(); offset != tail {
+		// An empty replica starts where its master chose: 4.9.7 sends an
+		// empty slave only its newest segment, so offset is a segment start.
+		if tail != 0 || s.cl.lastSegment() != nil || offset%size != 0 {
+			return fmt.Errorf("%w: raw append at %d, tail is %d", ErrOffsetMismatch, offset, tail)
+		}
+		// Segment first: the dispatcher then skips to it (nothing below
+		// minOffset to dispatch) and the flusher has nothing below it.
+		if _, err := s.cl.newSegment(offset); err != nil {
+			return err
+		}
+		s.cl.flushed.Store(offset)
+		s.cl.wrote.Store(offset)
+	}
 	for len(data) > 0 {
 		off := s.cl.wrote.Load()
 		seg := s.cl.lastSegment()
