@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/broker/store/storetest"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
@@ -37,7 +38,7 @@ func TestToSchedule(t *testing.T) {
 			if tc.delay != "" {
 				props[message.PropertyDelayTimeLevel] = tc.delay
 			}
-			m := userMsg("T", 5, "b", props)
+			m := storetest.Message("T", 5, "b", props)
 			m.SysFlag = tc.sysFlag
 			ok, err := ToSchedule(m, 18)
 			if err != nil || ok != tc.wantOK {
@@ -68,8 +69,8 @@ func TestStoreTagSlotIsDeliveryTime(t *testing.T) {
 	defer st.Close()
 	r1 := putDelayed(t, st, "T", 0, "a", 2)
 	r2 := putDelayed(t, st, "T", 0, "b", 9) // clamped to 3
-	waitCount(t, st, Topic, 1, 1, time.Second)
-	waitCount(t, st, Topic, 2, 1, time.Second)
+	storetest.WaitQueue(t, st, Topic, 1, 1, time.Second)
+	storetest.WaitQueue(t, st, Topic, 2, 1, time.Second)
 	for _, c := range []struct {
 		qid  int32
 		want int64
@@ -84,7 +85,7 @@ func TestStoreTagSlotIsDeliveryTime(t *testing.T) {
 }
 
 func TestRestore(t *testing.T) {
-	m := userMsg("T", 3, "body", map[string]string{message.PropertyDelayTimeLevel: "2", message.PropertyTags: "x", message.PropertyUniqClientMessageIDKey: "U"})
+	m := storetest.Message("T", 3, "body", map[string]string{message.PropertyDelayTimeLevel: "2", message.PropertyTags: "x", message.PropertyUniqClientMessageIDKey: "U"})
 	m.Flag, m.ReconsumeTimes = 7, 2
 	if _, err := ToSchedule(m, 18); err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestDeliverOnTime(t *testing.T) {
 	send(1, "l1-b")
 	send(7, "clamped") // level 3
 	send(3, "l3")
-	got := waitCount(t, st, "T", 1, len(all), 5*time.Second)
+	got := storetest.WaitQueue(t, st, "T", 1, len(all), 5*time.Second)
 	byBody := map[string]*message.MessageExt{}
 	for _, m := range got {
 		byBody[string(m.Body)] = m
@@ -171,7 +172,7 @@ func TestRestartMidway(t *testing.T) {
 		putDelayed(t, st, "T", 0, fmt.Sprintf("l1-%d", i), 1)
 		putDelayed(t, st, "T", 0, fmt.Sprintf("l3-%d", i), 3)
 	}
-	waitCount(t, st, "T", 0, 5, 3*time.Second) // level 1 done, level 3 pending
+	storetest.WaitQueue(t, st, "T", 0, 5, 3*time.Second) // level 1 done, level 3 pending
 	if err := svc.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +188,9 @@ func TestRestartMidway(t *testing.T) {
 	svc = newService(t, st, root)
 	svc.Start()
 	defer svc.Close()
-	got := waitCount(t, st, "T", 0, 10, 5*time.Second)
+	got := storetest.WaitQueue(t, st, "T", 0, 10, 5*time.Second)
 	time.Sleep(200 * time.Millisecond)
-	got = readQueue(t, st, "T", 0)
+	got = storetest.ReadQueue(t, st, "T", 0)
 	seen := map[string]int{}
 	for _, m := range got {
 		seen[string(m.Body)]++
@@ -216,7 +217,7 @@ func TestPersistWaitsForFlush(t *testing.T) {
 	svc.Start()
 	defer svc.Close()
 	putDelayed(t, st, "T", 0, "x", 1)
-	waitCount(t, st, "T", 0, 1, 3*time.Second)
+	storetest.WaitQueue(t, st, "T", 0, 1, 3*time.Second)
 	time.Sleep(3 * DefaultPersistInterval)
 	if o := svc.Offsets(); o[1] != 1 {
 		t.Fatalf("in-memory offsets %v", o)
@@ -242,7 +243,7 @@ func TestPersistsAfterFlush(t *testing.T) {
 	svc.Start()
 	defer svc.Close()
 	putDelayed(t, st, "T", 0, "x", 1)
-	waitCount(t, st, "T", 0, 1, 3*time.Second)
+	storetest.WaitQueue(t, st, "T", 0, 1, 3*time.Second)
 	p := filepath.Join(root, "config", OffsetFile)
 	deadline := time.Now().Add(2 * time.Second) // async flush every 500 ms
 	for {
@@ -299,13 +300,13 @@ func TestCrashRedeliversNeverLoses(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		putDelayed(t, st, "T", 0, fmt.Sprintf("a-%d", i), 1)
 	}
-	waitCount(t, st, "T", 0, 5, 3*time.Second)
+	storetest.WaitQueue(t, st, "T", 0, 5, 3*time.Second)
 	time.Sleep(time.Second) // flushed and persisted
 	for i := 0; i < 5; i++ {
 		putDelayed(t, st, "T", 0, fmt.Sprintf("b-%d", i), 1)
 	}
 	putDelayed(t, st, "T", 0, "pending", 3)
-	waitCount(t, st, "T", 0, 10, 3*time.Second)
+	storetest.WaitQueue(t, st, "T", 0, 10, 3*time.Second)
 	svc.halt()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -320,7 +321,7 @@ func TestCrashRedeliversNeverLoses(t *testing.T) {
 	var seen map[string]int
 	for deadline := time.Now().Add(5 * time.Second); seen["pending"] == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		seen = map[string]int{}
-		for _, m := range readQueue(t, st, "T", 0) {
+		for _, m := range storetest.ReadQueue(t, st, "T", 0) {
 			seen[string(m.Body)]++
 		}
 	}

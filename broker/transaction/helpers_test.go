@@ -9,24 +9,13 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/broker/store/storetest"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
 func openStore(t testing.TB, root string) *store.Store {
 	t.Helper()
-	cfg := store.DefaultConfig(root)
-	cfg.MappedFileSizeCommitLog = 256 << 10
-	cfg.MappedFileSizeConsumeQueue = 100 * store.CQEntrySize
-	cfg.MaxMessageSize = 16 << 10
-	cfg.MaxHashSlotNum = 64
-	cfg.MaxIndexNum = 256
-	cfg.DiskUsage = func(string) (float64, error) { return 0.1, nil }
-	cfg.CleanResourceInterval = time.Hour
-	s, err := store.Open(cfg)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	return s
+	return storetest.Open(t, storetest.Config(root))
 }
 
 func loadOffsets(t testing.TB, root string) *metadata.Offsets {
@@ -98,42 +87,6 @@ func sendHalf(t testing.TB, st *store.Store, topic string, qid int32, body, grou
 		t.Fatal(err)
 	}
 	return r
-}
-
-func readQueue(t testing.TB, st *store.Store, topic string, qid int32) []*message.MessageExt {
-	t.Helper()
-	var out []*message.MessageExt
-	for off := int64(0); ; {
-		r := st.GetMessage(topic, qid, off, 32, 1<<20, nil)
-		if r.Status != store.Found {
-			r.Release()
-			return out
-		}
-		for _, b := range r.Messages {
-			m, err := message.DecodeRecord(b, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, m)
-		}
-		off = r.NextBeginOffset
-		r.Release()
-	}
-}
-
-func waitQueue(t testing.TB, st *store.Store, topic string, qid int32, n int, within time.Duration) []*message.MessageExt {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got := readQueue(t, st, topic, qid)
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/%d: %d messages after %v, want %d", topic, qid, len(got), within, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func commit(t testing.TB, svc *Service, group string, off int64, phy int64, how int32, fromCheck bool) *store.PutResult {

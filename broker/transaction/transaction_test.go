@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
+	"github.com/openrmq/rocketmq-operator/broker/store/storetest"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
@@ -17,14 +18,14 @@ func TestHalfForm(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
 	r := sendHalf(t, st, "T", 2, "a", "pg", nil)
-	got := waitQueue(t, st, HalfTopic, 0, 1, time.Second)
+	got := storetest.WaitQueue(t, st, HalfTopic, 0, 1, time.Second)
 	h := got[0]
 	if h.QueueOffset != r.QueueOffset || h.QueueID != 0 || message.TransactionType(h.SysFlag) != message.TransactionNotType ||
 		h.Property(message.PropertyRealTopic) != "T" || h.Property(message.PropertyRealQueueID) != "2" ||
 		h.Property(message.PropertyTransactionPrepared) != "true" || h.Property(message.PropertyProducerGroup) != "pg" {
 		t.Fatalf("half message %+v", h)
 	}
-	if n := len(readQueue(t, st, "T", 2)); n != 0 {
+	if n := len(storetest.ReadQueue(t, st, "T", 2)); n != 0 {
 		t.Fatalf("real topic has %d messages before commit", n)
 	}
 }
@@ -42,7 +43,7 @@ func TestCommitDeliversRollbackNever(t *testing.T) {
 	if res := commit(t, svc, "pg", b.QueueOffset, b.PhysicalOffset, message.TransactionRollbackType, false); res != nil {
 		t.Fatal("rollback put something")
 	}
-	got := waitQueue(t, st, "T", 1, 1, time.Second)
+	got := storetest.WaitQueue(t, st, "T", 1, 1, time.Second)
 	m := got[0]
 	if string(m.Body) != "commit-me" || message.TransactionType(m.SysFlag) != message.TransactionCommitType ||
 		m.PreparedTransactionOffset != a.PhysicalOffset || m.Property(message.PropertyRealTopic) != "" ||
@@ -50,14 +51,14 @@ func TestCommitDeliversRollbackNever(t *testing.T) {
 		m.Property(message.PropertyUniqClientMessageIDKey) != "UNIQ-commit-me" {
 		t.Fatalf("committed message %+v", m)
 	}
-	ops := waitQueue(t, st, OpTopic, 0, 2, time.Second)
+	ops := storetest.WaitQueue(t, st, OpTopic, 0, 2, time.Second)
 	for i, want := range []string{"0", "1"} {
 		if string(ops[i].Body) != want || ops[i].Property(message.PropertyTags) != RemoveTag {
 			t.Fatalf("op %d = %q tags %q", i, ops[i].Body, ops[i].Property(message.PropertyTags))
 		}
 	}
 	time.Sleep(50 * time.Millisecond)
-	if n := len(readQueue(t, st, "T", 1)); n != 1 {
+	if n := len(storetest.ReadQueue(t, st, "T", 1)); n != 1 {
 		t.Fatalf("real topic has %d messages, want 1", n)
 	}
 }
@@ -68,7 +69,7 @@ func TestCommitWithDelay(t *testing.T) {
 	svc := New(st, loadOffsets(t, t.TempDir()), nil, quickConfig(t))
 	a := sendHalf(t, st, "T", 0, "later", "pg", map[string]string{message.PropertyDelayTimeLevel: "3"})
 	commit(t, svc, "pg", a.QueueOffset, a.PhysicalOffset, message.TransactionCommitType, false)
-	got := waitQueue(t, st, schedule.Topic, 2, 1, time.Second)
+	got := storetest.WaitQueue(t, st, schedule.Topic, 2, 1, time.Second)
 	if got[0].Property(message.PropertyRealTopic) != "T" {
 		t.Fatalf("scheduled commit %+v", got[0])
 	}
@@ -99,7 +100,7 @@ func TestEndTransactionRefusals(t *testing.T) {
 		t.Fatalf("unknown: %v %v", res, err)
 	}
 	time.Sleep(30 * time.Millisecond)
-	if n := len(readQueue(t, st, OpTopic, 0)); n != 0 {
+	if n := len(storetest.ReadQueue(t, st, OpTopic, 0)); n != 0 {
 		t.Fatalf("%d op messages after refusals", n)
 	}
 }
@@ -129,7 +130,7 @@ func TestCheckThenCommit(t *testing.T) {
 		t.Fatalf("check request %+v msg %+v", req, req.Msg)
 	}
 	commit(t, svc, req.ProducerGroup, req.TranStateTableOffset, req.CommitLogOffset, message.TransactionCommitType, true)
-	got := waitQueue(t, st, "T", 3, 2, time.Second)
+	got := storetest.WaitQueue(t, st, "T", 3, 2, time.Second)
 	if string(got[1].Body) != "pending" {
 		t.Fatalf("delivered %q", got[1].Body)
 	}
@@ -145,7 +146,7 @@ func TestCheckThenCommit(t *testing.T) {
 			t.Fatalf("checked %q", r.Msg.Body)
 		}
 	}
-	if n := len(readQueue(t, st, "T", 3)); n != 2 {
+	if n := len(storetest.ReadQueue(t, st, "T", 3)); n != 2 {
 		t.Fatalf("%d delivered, want 2", n)
 	}
 }
@@ -171,10 +172,10 @@ func TestCheckMaxDiscards(t *testing.T) {
 	if n := rec.count(); n != 3 {
 		t.Fatalf("%d checks, want 3", n)
 	}
-	if n := len(readQueue(t, st, "T", 0)); n != 0 {
+	if n := len(storetest.ReadQueue(t, st, "T", 0)); n != 0 {
 		t.Fatal("discarded message delivered")
 	}
-	if got := readQueue(t, st, DiscardTopic, 0); len(got) != 1 || string(got[0].Body) != "orphan" ||
+	if got := storetest.ReadQueue(t, st, DiscardTopic, 0); len(got) != 1 || string(got[0].Body) != "orphan" ||
 		got[0].Property(message.PropertyTransactionCheckTimes) != "3" || got[0].Property(message.PropertyRealTopic) != "T" {
 		t.Fatalf("discard topic holds %v", got)
 	}
@@ -249,9 +250,9 @@ func TestRestartKeepsPending(t *testing.T) {
 	for _, r := range seen {
 		commit(t, svc, r.ProducerGroup, r.TranStateTableOffset, r.CommitLogOffset, message.TransactionCommitType, true)
 	}
-	got := waitQueue(t, st, "T", 0, 3, time.Second)
+	got := storetest.WaitQueue(t, st, "T", 0, 3, time.Second)
 	time.Sleep(300 * time.Millisecond)
-	got = readQueue(t, st, "T", 0)
+	got = storetest.ReadQueue(t, st, "T", 0)
 	bodies := map[string]int{}
 	for _, m := range got {
 		bodies[string(m.Body)]++
@@ -302,7 +303,7 @@ func TestSlowProducerCommitsOnce(t *testing.T) {
 	if rec.count() != n {
 		t.Fatalf("checked after the answers: %d -> %d", n, rec.count())
 	}
-	if got := readQueue(t, st, "T", 0); len(got) != 1 {
+	if got := storetest.ReadQueue(t, st, "T", 0); len(got) != 1 {
 		t.Fatalf("delivered %d times", len(got))
 	}
 }
