@@ -246,12 +246,5 @@ func TestSyncFlushSendsShareGroupCommits(t *testing.T) {
 			t.Fatalf("send answered %d, want SUCCESS", code)
 		}
 	}
-	// The consume queue is built by the dispatcher, just behind the commitlog.
-	deadline := time.Now().Add(5 * time.Second)
-	for tb.store.MaxOffset("SyncT", 0) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue holds %d messages, want %d", tb.store.MaxOffset("SyncT", 0), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { return tb.store.MaxOffset("SyncT", 0) == n })
 }

@@ -144,9 +144,19 @@ func TestSendAndPull(t *testing.T) {
 	// Pull everything back; then a long poll that a later send wakes up.
 	got := map[string]bool{}
 	for _, mq := range qs {
-		max, err := cl.MaxOffset(ctx, mq)
-		if err != nil || max != 2*n/queues {
-			t.Fatalf("max offset of %v: %d %v", mq, max, err)
+		// The consume queue is built by the broker's dispatcher just behind the sends.
+		var max int64
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			var err error
+			if max, err = cl.MaxOffset(ctx, mq); err != nil {
+				t.Fatalf("max offset of %v: %v", mq, err)
+			}
+			if max == 2*n/queues {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("max offset of %v: %d, want %d", mq, max, 2*n/queues)
+			}
 		}
 		var off int64
 		for off < max {
