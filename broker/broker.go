@@ -13,6 +13,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/client"
 	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/ha"
 	"github.com/openrmq/rocketmq-operator/broker/lock"
 	"github.com/openrmq/rocketmq-operator/broker/longpoll"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
@@ -27,7 +28,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Store replaces the on-disk store (tests). The broker closes it at shutdown.
 	Store MessageStore
-	// NoFastChannel skips the listenPort-2 listener (tests on random ports).
+	// NoFastChannel skips the listenPort-2 listener and lets a master's HA server take
+	// any free port instead of listenPort+1 (tests on random ports).
 	NoFastChannel bool
 }
 
@@ -47,6 +49,9 @@ type Broker struct {
 	txn       *transaction.Service // transaction ends and checks; nil likewise
 	server    *remoting.Server
 	nsClient  *remoting.Client
+	haServer  *ha.Server       // master: serves the commitlog to slaves
+	haClient  *ha.Client       // slave: copies the master's commitlog
+	haSync    *ha.Synchronizer // slave: copies the master's metadata
 	storeHost netip.AddrPort
 	startTime time.Time
 	stats     *stats
@@ -147,6 +152,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		OnClose: b.connClosed,
 	})
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log})
+	if sa, ok := b.store.(storeAdapter); ok {
+		b.setupHA(cfg, sa.s)
+	}
 	b.registerProcessors()
 	return b, nil
 }
@@ -188,6 +196,7 @@ func (b *Broker) registerProcessors() {
 	h(remoting.GetMinOffset, b.handleGetMinOffset, admin)
 	h(remoting.GetEarliestMsgStoreTime, b.handleGetEarliestMsgStoreTime, admin)
 	h(remoting.SearchOffsetByTimestamp, b.handleSearchOffsetByTimestamp, admin)
+	h(remoting.GetAllDelayOffset, b.handleGetAllDelayOffset, admin)
 
 	b.registerAdmin(admin)
 }
@@ -208,9 +217,15 @@ func (b *Broker) Start() error {
 		}
 		b.listeners = append(b.listeners, l)
 	}
+	if err := b.startHA(); err != nil {
+		b.server.Shutdown(context.Background())
+		return err
+	}
 	b.log.Info("broker started", "name", c.BrokerName, "cluster", c.BrokerClusterName, "addr", c.BrokerAddr(),
-		"namesrv", c.NamesrvAddr, "store", c.StorePathRootDir)
-	if b.sched != nil {
+		"namesrv", c.NamesrvAddr, "store", c.StorePathRootDir, "role", c.BrokerRole, "brokerId", c.BrokerID)
+	// A slave's store holds the master's records only: no delivery of delayed
+	// messages and no transaction checks there (4.9.7 runs both on masters only).
+	if b.sched != nil && c.BrokerRole != config.Slave {
 		b.sched.Start()
 		b.txn.Start()
 	}
@@ -286,6 +301,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		// Replication stops before the store closes; the synchronizer uses nsClient.
+		b.closeHA()
 		b.nsClient.Close()
 		// The services stop before the store, which flushes what they put, and before
 		// the offsets are written (the transaction scan keeps its progress there).

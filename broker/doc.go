@@ -18,6 +18,9 @@
 //	            when their client unregisters or its connection closes
 //	namesrv.go  registration with the name servers
 //	stats.go    put/get counters for GET_BROKER_RUNTIME_INFO
+//	ha.go       master/slave replication (package ha): the master's HA server and
+//	            SYNC_MASTER waits, the slave's commitlog copy and metadata sync,
+//	            GET_ALL_DELAY_OFFSET
 //
 // msgstore.go states what the broker needs from a message store (MessageStore) and
 // storeadapter.go fits broker/store to it. Subpackages: config (broker.conf),

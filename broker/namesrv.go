@@ -31,7 +31,7 @@ func (b *Broker) haServerAddr(c config.Config) string {
 	if ip == "" {
 		ip = c.BrokerIP1
 	}
-	return net.JoinHostPort(ip, strconv.Itoa(c.HaListenPort))
+	return net.JoinHostPort(ip, strconv.Itoa(c.HAPort()))
 }
 
 // registerAll registers with every name server in parallel.
@@ -68,6 +68,7 @@ func (b *Broker) registerAll() {
 				b.log.Warn("register broker refused", "namesrv", addr, "code", resp.Code, "remark", resp.Remark)
 			default:
 				b.log.Debug("registered with name server", "namesrv", addr)
+				b.onRegistered(resp)
 			}
 		}()
 	}

@@ -111,12 +111,22 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	resp.SetField("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetField("minOffset", strconv.FormatInt(res.MinOffset, 10))
 	resp.SetField("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
+	// 4.9.7: with slaveReadEnable a lagging reader is sent to whichBrokerWhenConsumeSlowly
+	// and any other to the group's brokerId; without it always to the master.
 	suggest := protocol.MasterID
-	if res.SuggestPullingFromSlave && c.SlaveReadEnable {
-		suggest = gc.WhichBrokerWhenConsumeSlowly
+	if c.SlaveReadEnable {
+		suggest = gc.BrokerID
+		if res.SuggestPullingFromSlave {
+			suggest = gc.WhichBrokerWhenConsumeSlowly
+		}
+	}
+	resp.Code, resp.Remark = pullCode(res.Status, h.QueueOffset)
+	if c.BrokerRole == config.Slave && !c.SlaveReadEnable {
+		// 4.9.7: a slave serves reads only with slaveReadEnable.
+		resp.Code, resp.Remark = remoting.PullRetryImmediately, "the slave does not serve reads (slaveReadEnable=false)"
+		suggest = protocol.MasterID
 	}
 	resp.SetField("suggestWhichBrokerId", strconv.FormatInt(suggest, 10))
-	resp.Code, resp.Remark = pullCode(res.Status, h.QueueOffset)
 
 	switch resp.Code {
 	case remoting.Success:

@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/broker/retry"
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
@@ -88,6 +90,10 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	if !protocol.IsWriteable(c.BrokerPermission) {
 		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
 	}
+	if c.BrokerRole == config.Slave {
+		// 4.9.7's store refuses puts on a slave (PutMessageStatus.SERVICE_NOT_AVAILABLE).
+		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master")
+	}
 	if err := metadata.ValidateTopic(h.Topic); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
@@ -166,6 +172,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	if err != nil {
 		return putErrorResponse(req, err)
 	}
+	b.notifyHA()
 	b.stats.put.Add(int64(len(msgs)))
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))
@@ -174,16 +181,27 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	resp.SetField(fieldQueueOffset, strconv.FormatInt(res.QueueOffset, 10))
 	resp.SetField(message.PropertyMsgRegion, defaultRegion)
 	resp.SetField(message.PropertyTraceSwitch, "true")
-	if c.FlushDiskType != store.SyncFlush {
+	waitSlave := b.syncMasterWait(c, h.Properties)
+	if c.FlushDiskType != store.SyncFlush && !waitSlave {
 		durable() // returns at once
 		return resp
 	}
-	// Wait for the group commit off the send pool, as Java 4.9's async put does: a
-	// worker held per waiting send would cap SYNC_FLUSH throughput at the pool size.
+	// Wait for the group commit and/or the slave off the send pool, as Java 4.9's async
+	// put does: a worker held per waiting send would cap throughput at the pool size.
+	// As there, the slave's answer decides over the flush's, and the slave's time
+	// (slaveTimeout) runs from the append, alongside the flush.
+	end := res.PhysicalOffset + int64(res.Size)
+	timeout := time.Duration(c.SlaveTimeout) * time.Millisecond
+	start := time.Now()
 	b.server.ReplyLater(conn, req, func() *remoting.Command {
 		if durable() == store.PutFlushDiskTimeout {
 			resp.Code = remoting.FlushDiskTimeout
 			resp.Remark = "flush disk timeout"
+		}
+		if waitSlave {
+			ctx, cancel := context.WithDeadline(context.Background(), start.Add(timeout))
+			b.waitSlave(ctx, end, resp)
+			cancel()
 		}
 		return resp
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/retry"
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
@@ -42,6 +43,11 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	if !protocol.IsWriteable(c.BrokerPermission) {
 		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
 	}
+	if c.BrokerRole == config.Slave {
+		// 4.9.7: the slave's store refuses the put; the send-back answers SYSTEM_ERROR
+		// with the put status as remark. The client then sends the message itself.
+		return req.NewResponse(remoting.SystemError, "SERVICE_NOT_AVAILABLE")
+	}
 	rec, err := b.store.MessageAt(h.Offset)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", h.Offset))
@@ -76,6 +82,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	if _, err := b.store.PutMessages([]*message.Message{m}); err != nil {
 		return putErrorResponse(req, err)
 	}
+	b.notifyHA()
 	b.stats.put.Add(1)
 	return req.NewResponse(remoting.Success, "")
 }

@@ -23,6 +23,10 @@ type endTransactionHeader struct {
 // handleEndTransaction serves END_TRANSACTION (clients send it oneway): commit puts
 // the real message, rollback only marks the half message done.
 func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if b.isSlave() {
+		// 4.9.7: "Message store is slave mode, so end transaction is forbidden."
+		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave, end transaction is forbidden")
+	}
 	if b.txn == nil {
 		return req.NewResponse(remoting.SystemError, "transactions need the on-disk store")
 	}

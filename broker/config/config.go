@@ -41,10 +41,24 @@ type Config struct {
 	BrokerIP1         string // brokerIP1: the address announced to clients
 	BrokerIP2         string // brokerIP2: the address announced for HA
 	ListenPort        int    // listenPort; the fast (VIP) channel listens on listenPort-2
-	HaListenPort      int    // haListenPort
-	NamesrvAddr       string // namesrvAddr: name servers separated by ';'
-	BrokerRole        string // brokerRole: ASYNC_MASTER, SYNC_MASTER or SLAVE
-	BrokerPermission  int    // brokerPermission: perm bits announced for all topics
+	// HaListenPort is haListenPort. It is accepted and shown but, as in 4.9.7 (whose
+	// BrokerStartup overwrites it), the HA server listens on, and the broker announces
+	// as haServerAddr, listenPort+1 (HAPort).
+	HaListenPort     int
+	NamesrvAddr      string // namesrvAddr: name servers separated by ';'
+	BrokerRole       string // brokerRole: ASYNC_MASTER, SYNC_MASTER or SLAVE
+	BrokerPermission int    // brokerPermission: perm bits announced for all topics
+
+	// Master/slave replication (package broker/ha).
+	HaMasterAddress         string // haMasterAddress: a slave's master HA address; "" takes the name server's
+	HaSendHeartbeatInterval int    // haSendHeartbeatInterval, ms
+	HaHousekeepingInterval  int    // haHousekeepingInterval, ms
+	HaTransferBatchSize     int    // haTransferBatchSize, bytes
+	HaSlaveFallbehindMax    int64  // haSlaveFallbehindMax, bytes (SYNC_MASTER: SLAVE_NOT_AVAILABLE beyond)
+	SlaveTimeout            int    // slaveTimeout, ms a SYNC_MASTER send waits for a slave
+	// SlaveSynchronizeInterval (slaveSynchronizeInterval, ms) is how often a slave
+	// copies its master's metadata. Not a Java key: 4.9.7 hard-codes 10 s.
+	SlaveSynchronizeInterval int
 
 	StorePathRootDir                  string // storePathRootDir
 	StorePathCommitLog                string // storePathCommitLog
@@ -111,6 +125,12 @@ func Default() *Config {
 		HaListenPort:                      10912,
 		BrokerRole:                        AsyncMaster,
 		BrokerPermission:                  6,
+		HaSendHeartbeatInterval:           5000,
+		HaHousekeepingInterval:            20000,
+		HaTransferBatchSize:               32768,
+		HaSlaveFallbehindMax:              256 << 20,
+		SlaveTimeout:                      3000,
+		SlaveSynchronizeInterval:          10000,
 		StorePathRootDir:                  filepath.Join(home, "store"),
 		FlushDiskType:                     store.AsyncFlush,
 		MappedFileSizeCommitLog:           store.DefaultMappedFileSizeCommitLog,
@@ -188,6 +208,13 @@ func (c *Config) keys() []key {
 		{"namesrvAddr", &c.NamesrvAddr, true},
 		{"brokerRole", &c.BrokerRole, false},
 		{"brokerPermission", &c.BrokerPermission, true},
+		{"haMasterAddress", &c.HaMasterAddress, false},
+		{"haSendHeartbeatInterval", &c.HaSendHeartbeatInterval, false},
+		{"haHousekeepingInterval", &c.HaHousekeepingInterval, false},
+		{"haTransferBatchSize", &c.HaTransferBatchSize, false},
+		{"haSlaveFallbehindMax", &c.HaSlaveFallbehindMax, false},
+		{"slaveTimeout", &c.SlaveTimeout, true},
+		{"slaveSynchronizeInterval", &c.SlaveSynchronizeInterval, false},
 		{"storePathRootDir", &c.StorePathRootDir, false},
 		{"storePathCommitLog", &c.StorePathCommitLog, false},
 		{"flushDiskType", &c.FlushDiskType, false},
@@ -391,6 +418,14 @@ func (c *Config) Validate() error {
 		return bad("brokerId", c.BrokerID, "a SLAVE needs brokerId > 0")
 	case c.BrokerRole != Slave && c.BrokerID != 0:
 		return bad("brokerId", c.BrokerID, "a master must have brokerId 0")
+	case c.ListenPort > 65534:
+		return bad("listenPort", c.ListenPort, "must be at most 65534 (the HA port is listenPort+1)")
+	case c.HaSendHeartbeatInterval <= 0 || c.HaHousekeepingInterval <= 0 || c.HaTransferBatchSize <= 0 || c.HaSlaveFallbehindMax <= 0:
+		return bad("haSendHeartbeatInterval/haHousekeepingInterval/haTransferBatchSize/haSlaveFallbehindMax", "", "must be > 0")
+	case c.SlaveTimeout <= 0:
+		return bad("slaveTimeout", c.SlaveTimeout, "must be > 0 ms")
+	case c.SlaveSynchronizeInterval <= 0:
+		return bad("slaveSynchronizeInterval", c.SlaveSynchronizeInterval, "must be > 0 ms")
 	case c.FlushDiskType != store.AsyncFlush && c.FlushDiskType != store.SyncFlush:
 		return bad("flushDiskType", c.FlushDiskType, "must be ASYNC_FLUSH or SYNC_FLUSH")
 	case c.StorePathRootDir == "":
@@ -471,6 +506,10 @@ func NamesrvList(s string) []string {
 	}
 	return out
 }
+
+// HAPort is the port the HA server listens on and announces: listenPort+1, as 4.9.7
+// forces it whatever haListenPort says.
+func (c Config) HAPort() int { return c.ListenPort + 1 }
 
 // BrokerAddr is the address announced to name servers and clients.
 func (c Config) BrokerAddr() string {

@@ -68,3 +68,31 @@ func TestLiveUpdate(t *testing.T) {
 		t.Fatal("listenPort changed live")
 	}
 }
+
+func TestHAKeys(t *testing.T) {
+	d := Default()
+	if d.HaSendHeartbeatInterval != 5000 || d.HaHousekeepingInterval != 20000 || d.HaTransferBatchSize != 32768 ||
+		d.HaSlaveFallbehindMax != 268435456 || d.SlaveTimeout != 3000 || d.SlaveSynchronizeInterval != 10000 || d.SlaveReadEnable {
+		t.Fatalf("HA defaults: %+v", d)
+	}
+	c, _, err := Load(strings.NewReader("brokerRole=SLAVE\nbrokerId=1\nlistenPort=20911\nhaListenPort=30000\n" +
+		"haMasterAddress=10.0.0.1:10912\nslaveTimeout=500\nhaSlaveFallbehindMax=1024\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4.9.7 forces the HA port to listenPort+1 whatever haListenPort says.
+	if c.HAPort() != 20912 || c.HaListenPort != 30000 || c.HaMasterAddress != "10.0.0.1:10912" || c.SlaveTimeout != 500 || c.HaSlaveFallbehindMax != 1024 {
+		t.Fatalf("HA keys: %+v", c)
+	}
+	for conf, key := range map[string]string{
+		"brokerRole=SLAVE\nbrokerId=0": "brokerId",
+		"slaveTimeout=0":               "slaveTimeout",
+		"haTransferBatchSize=-1":       "haTransferBatchSize",
+		"listenPort=65535":             "listenPort",
+	} {
+		_, _, err := Load(strings.NewReader(conf))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: err %v does not name %s", conf, err, key)
+		}
+	}
+}

@@ -6,7 +6,8 @@
 // # Wire
 //
 // One plain TCP connection per slave, to the master's HA port (4.9.7 forces
-// listenPort + 1; 5.x and our config call it haListenPort, default 10912).
+// listenPort + 1; 5.x calls it haListenPort, default 10912; our broker accepts
+// haListenPort but, as 4.9.7, listens on and announces listenPort + 1).
 // No handshake and no framing beyond the following, all big endian:
 //
 //	slave -> master   report: max commitlog offset of the slave (int64), 8 bytes

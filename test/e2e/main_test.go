@@ -90,9 +90,19 @@ func tail(s string, n int) string {
 	return s
 }
 
-// freePort returns a loopback port that is free, and whose port-2 is free too when
-// withFast is set (the broker's fast channel).
+// handedOut are the ports freePort returned, with the neighbours a broker binds: brokers
+// of parallel tests must not pick each other's fast channel (port-2) or HA port (port+1).
+var (
+	portMu    sync.Mutex
+	handedOut = map[int]bool{}
+)
+
+// freePort returns a loopback port that is free, and, when fastOffset > 0 (a broker),
+// whose port-fastOffset (the fast channel) and port+1 (the HA port of a master) are free
+// too. No two calls return overlapping ranges.
 func freePort(fastOffset int) int {
+	portMu.Lock()
+	defer portMu.Unlock()
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -101,16 +111,43 @@ func freePort(fastOffset int) int {
 		p := l.Addr().(*net.TCPAddr).Port
 		if fastOffset == 0 {
 			l.Close()
+			if handedOut[p] {
+				continue
+			}
+			handedOut[p] = true
 			return p
 		}
-		if p-fastOffset < 1024 {
+		lo, hi := p-fastOffset, p+1
+		if lo < 1024 || hi > 65535 {
 			l.Close()
 			continue
 		}
-		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p-fastOffset))
+		taken := false
+		for q := lo; q <= hi; q++ {
+			taken = taken || handedOut[q]
+		}
+		if taken {
+			l.Close()
+			continue
+		}
+		var held []net.Listener
+		ok := true
+		for _, q := range []int{lo, hi} {
+			lq, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, lq)
+		}
 		l.Close()
-		if err == nil {
-			l2.Close()
+		for _, lq := range held {
+			lq.Close()
+		}
+		if ok {
+			for q := lo; q <= hi; q++ {
+				handedOut[q] = true
+			}
 			return p
 		}
 	}
@@ -203,7 +240,12 @@ type brokerProc struct {
 
 // newBroker writes a broker.conf for name under parent and starts the broker.
 func newBroker(parent, name string, extra map[string]string) (*brokerProc, error) {
-	port := freePort(2)
+	var port int
+	if p, ok := extra["listenPort"]; ok { // the caller chose the ports (HA tests)
+		port, _ = strconv.Atoi(p)
+	} else {
+		port = freePort(2)
+	}
 	b := &brokerProc{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), dir: filepath.Join(parent, name)}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return nil, err
