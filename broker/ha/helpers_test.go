@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/broker/store/storetest"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
@@ -24,14 +25,8 @@ const testSegment = 64 << 10 // commitlog segment size in tests
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func storeConfig(dir string) store.Config {
-	cfg := store.DefaultConfig(dir)
+	cfg := storetest.Config(dir)
 	cfg.MappedFileSizeCommitLog = testSegment
-	cfg.MappedFileSizeConsumeQueue = 100 * store.CQEntrySize
-	cfg.MaxMessageSize = 16 << 10
-	cfg.MaxHashSlotNum = 64
-	cfg.MaxIndexNum = 256
-	cfg.DiskUsage = func(string) (float64, error) { return 0.1, nil }
-	cfg.CleanResourceInterval = time.Hour
 	return cfg
 }
 
@@ -42,10 +37,7 @@ func openStore(t testing.TB, dir string) *store.Store {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	s, err := store.Open(storeConfig(dir))
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
+	s := storetest.Open(t, storeConfig(dir))
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -177,7 +169,7 @@ func assertSameQueues(t testing.TB, master, slave *store.Store, want int) {
 	waitFor(t, 5*time.Second, "dispatch", func() bool { return master.DispatchBehind() == 0 && slave.DispatchBehind() == 0 })
 	total := 0
 	for q := int32(0); q < 4; q++ {
-		a, b := readQueue(t, master, q), readQueue(t, slave, q)
+		a, b := storetest.ReadQueue(t, master, testTopic, q), storetest.ReadQueue(t, slave, testTopic, q)
 		if len(a) != len(b) {
 			t.Fatalf("queue %d: master %d messages, slave %d", q, len(a), len(b))
 		}
@@ -190,26 +182,5 @@ func assertSameQueues(t testing.TB, master, slave *store.Store, want int) {
 	}
 	if total != want {
 		t.Fatalf("%d messages, want %d", total, want)
-	}
-}
-
-func readQueue(t testing.TB, s *store.Store, qid int32) []*message.MessageExt {
-	t.Helper()
-	var out []*message.MessageExt
-	for off := s.MinOffsetInQueue(testTopic, qid); ; {
-		r := s.GetMessage(testTopic, qid, off, 32, 1<<20, nil)
-		if r.Status != store.Found {
-			r.Release()
-			return out
-		}
-		for _, b := range r.Messages {
-			m, err := message.DecodeRecord(b, true)
-			if err != nil {
-				t.Fatalf("decode queue %d offset %d: %v", qid, off, err)
-			}
-			out = append(out, m)
-		}
-		off = r.NextBeginOffset
-		r.Release()
 	}
 }

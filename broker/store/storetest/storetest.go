@@ -47,11 +47,11 @@ func Message(topic string, qid int32, body string, props map[string]string) *mes
 	}
 }
 
-// ReadQueue returns every message of topic/qid, CRC-checked.
+// ReadQueue returns every message still stored in topic/qid, CRC-checked.
 func ReadQueue(t testing.TB, st *store.Store, topic string, qid int32) []*message.MessageExt {
 	t.Helper()
 	var out []*message.MessageExt
-	for off := int64(0); ; {
+	for off := st.MinOffsetInQueue(topic, qid); ; {
 		r := st.GetMessage(topic, qid, off, 32, 1<<20, nil)
 		if r.Status != store.Found {
 			r.Release()
