@@ -3,9 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -17,9 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
-	"github.com/openrmq/rocketmq-operator/broker"
 	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
-	"github.com/openrmq/rocketmq-operator/namesrv"
+	"github.com/openrmq/rocketmq-operator/internal/testcluster"
 	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
@@ -121,55 +117,15 @@ type loopbackCluster struct {
 }
 
 func startLoopbackCluster() *loopbackCluster {
-	dir := GinkgoT().TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-
-	nc := namesrv.DefaultConfig()
-	nc.BindAddress, nc.ListenPort = "127.0.0.1", 0
-	nc.KVConfigPath = filepath.Join(dir, "namesrv", "kvConfig.json")
-	nc.Logger = quiet
-	ns, err := namesrv.New(nc)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(ns.Start()).To(Succeed())
-	DeferCleanup(func() {
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = ns.Shutdown(c)
+	c := testcluster.Start(GinkgoT(), func(bc *brokerconfig.Config) {
+		bc.BrokerClusterName = "loopback"
+		bc.AutoCreateTopicEnable = false
 	})
-
-	lc := &loopbackCluster{cluster: "loopback", brokerName: "broker-a", nsAddr: ns.Addr()}
-	bc := brokerconfig.Default()
-	bc.BrokerClusterName, bc.BrokerName = lc.cluster, lc.brokerName
-	bc.BrokerIP1 = "127.0.0.1"
-	bc.ListenPort = freeLoopbackPort()
-	bc.NamesrvAddr = lc.nsAddr
-	bc.AutoCreateTopicEnable = false
-	bc.StorePathRootDir = filepath.Join(dir, "broker")
-	bc.MappedFileSizeCommitLog = 8 << 20
-	bc.MappedFileSizeConsumeQueue = 1000 * 20
-	bc.MaxHashSlotNum = 1000
-	bc.MaxIndexNum = 4000
-	b, err := broker.New(bc, broker.Options{NoFastChannel: true, Logger: quiet})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(b.Start()).To(Succeed())
-	DeferCleanup(func() {
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = b.Shutdown(c)
-	})
-	lc.brokerAddr = b.Addr()
-
+	lc := &loopbackCluster{cluster: c.ClusterName, brokerName: c.BrokerName, nsAddr: c.NamesrvAddr, brokerAddr: c.BrokerAddr}
 	lc.rc = remoting.NewClient(remoting.ClientConfig{})
 	DeferCleanup(lc.rc.Close)
 	lc.admin = rmqadmin.New(lc.rc)
 	return lc
-}
-
-func freeLoopbackPort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // invoke sends one request to the broker and expects SUCCESS.

@@ -3,61 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/openrmq/rocketmq-operator/broker"
 	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
-	"github.com/openrmq/rocketmq-operator/namesrv"
+	"github.com/openrmq/rocketmq-operator/internal/testcluster"
 )
 
 // startCluster runs a name server and one master broker (autoCreateTopicEnable) in-process
 // on loopback and returns the name server's address.
 func startCluster(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	nc := namesrv.DefaultConfig()
-	nc.BindAddress, nc.ListenPort, nc.Logger = "127.0.0.1", 0, quiet
-	nc.KVConfigPath = filepath.Join(dir, "namesrv", "kvConfig.json")
-	ns, err := namesrv.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	bc := brokerconfig.Default()
-	bc.BrokerName, bc.BrokerIP1, bc.ListenPort = "broker-a", "127.0.0.1", port
-	bc.NamesrvAddr = ns.Addr()
-	bc.AutoCreateTopicEnable = true
-	bc.StorePathRootDir = filepath.Join(dir, "broker")
-	bc.MappedFileSizeCommitLog = 32 << 20
-	b, err := broker.New(bc, broker.Options{NoFastChannel: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		b.Shutdown(ctx)
-	})
-	return ns.Addr()
+	return testcluster.Start(t, func(bc *brokerconfig.Config) {
+		bc.AutoCreateTopicEnable = true
+		bc.MappedFileSizeCommitLog = 32 << 20
+	}).NamesrvAddr
 }
 
 // TestProduceThenConsume runs the producer for about a second (sync on a topic created

@@ -3,16 +3,12 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/openrmq/rocketmq-operator/broker"
 	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
-	"github.com/openrmq/rocketmq-operator/namesrv"
+	"github.com/openrmq/rocketmq-operator/internal/testcluster"
 	"github.com/openrmq/rocketmq-operator/pkg/client"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
@@ -21,49 +17,8 @@ import (
 // startCluster runs a name server and one master broker in-process on loopback and
 // returns the name server's address and the broker's.
 func startCluster(t *testing.T, autoCreate bool) (string, string) {
-	t.Helper()
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	nc := namesrv.DefaultConfig()
-	nc.BindAddress, nc.ListenPort, nc.Logger = "127.0.0.1", 0, quiet
-	nc.KVConfigPath = filepath.Join(dir, "namesrv", "kvConfig.json")
-	ns, err := namesrv.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(context.Background()) })
-
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	bc := brokerconfig.Default()
-	bc.BrokerName, bc.BrokerIP1, bc.ListenPort = "broker-a", "127.0.0.1", port
-	bc.NamesrvAddr = ns.Addr()
-	bc.AutoCreateTopicEnable = autoCreate
-	bc.StorePathRootDir = filepath.Join(dir, "broker")
-	bc.MappedFileSizeCommitLog = 8 << 20
-	bc.MappedFileSizeConsumeQueue = 1000 * 20
-	bc.MaxHashSlotNum = 1000
-	bc.MaxIndexNum = 4000
-	b, err := broker.New(bc, broker.Options{NoFastChannel: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		b.Shutdown(ctx)
-	})
-	return ns.Addr(), b.Addr()
+	c := testcluster.Start(t, func(bc *brokerconfig.Config) { bc.AutoCreateTopicEnable = autoCreate })
+	return c.NamesrvAddr, c.BrokerAddr
 }
 
 func waitQueues(t *testing.T, cl *client.Client, topic string, want int) []client.MessageQueue {

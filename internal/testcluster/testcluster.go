@@ -1,0 +1,100 @@
+// Package testcluster runs a name server and one master broker in-process on loopback,
+// with small store files, for tests of the components that talk to them (the client,
+// rmqbench, the operator's admin calls).
+package testcluster
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker"
+	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/namesrv"
+)
+
+// Cluster is a running name server and broker.
+type Cluster struct {
+	NamesrvAddr string
+	BrokerAddr  string
+	ClusterName string
+	BrokerName  string
+}
+
+// T is the part of testing.TB the cluster needs; Ginkgo's GinkgoT() has it too.
+type T interface {
+	Helper()
+	TempDir() string
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+// Start runs the pair until the test ends. edit, when not nil, adjusts the broker's
+// configuration (cluster name, auto-creation, ...) before it starts.
+func Start(t T, edit func(*brokerconfig.Config)) *Cluster {
+	t.Helper()
+	dir := t.TempDir()
+	quiet := slog.New(slog.DiscardHandler)
+
+	nc := namesrv.DefaultConfig()
+	nc.BindAddress, nc.ListenPort, nc.Logger = "127.0.0.1", 0, quiet
+	nc.KVConfigPath = filepath.Join(dir, "namesrv", "kvConfig.json")
+	ns, err := namesrv.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(ns.Shutdown) })
+
+	bc := brokerconfig.Default()
+	bc.BrokerName, bc.BrokerIP1, bc.ListenPort = "broker-a", "127.0.0.1", freePort(t)
+	bc.NamesrvAddr = ns.Addr()
+	bc.StorePathRootDir = filepath.Join(dir, "broker")
+	bc.MappedFileSizeCommitLog = 8 << 20
+	bc.MappedFileSizeConsumeQueue = 1000 * 20
+	bc.MaxHashSlotNum = 1000
+	bc.MaxIndexNum = 4000
+	if edit != nil {
+		edit(bc)
+	}
+	b, err := broker.New(bc, broker.Options{NoFastChannel: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(b.Shutdown) })
+	return &Cluster{NamesrvAddr: ns.Addr(), BrokerAddr: b.Addr(), ClusterName: bc.BrokerClusterName, BrokerName: bc.BrokerName}
+}
+
+func stop(shutdown func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = shutdown(ctx)
+}
+
+// freePort returns a loopback port free now; the broker also takes port+1 for
+// replication, so both must be free.
+func freePort(t T) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if next, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+1))); err == nil {
+			next.Close()
+			return port
+		}
+	}
+	t.Fatal("no free pair of loopback ports")
+	return 0
+}
