@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -21,6 +22,7 @@ const (
 	headerLenFieldSize  = 4
 	maxHeaderLength     = 1<<24 - 1 // the header length has 3 bytes
 	binaryHeaderMinSize = 2 + 1 + 2 + 4 + 4 + 4 + 4
+	frameReadChunk      = 64 << 10 // ReadFrame grows a frame by at most this much per read
 )
 
 var (
@@ -75,12 +77,19 @@ func ReadFrame(r *bufio.Reader, maxSize int) ([]byte, error) {
 	if n < headerLenFieldSize {
 		return nil, fmt.Errorf("%w: length %d", ErrFrameTooShort, n)
 	}
-	frame := make([]byte, n)
-	if _, err := io.ReadFull(r, frame); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	// Memory follows the bytes that arrive, not the length a peer announces: a peer
+	// that claims 16 MiB and sends nothing costs one chunk, not 16 MiB.
+	frame := make([]byte, 0, min(int(n), frameReadChunk))
+	for len(frame) < int(n) {
+		step := min(int(n)-len(frame), frameReadChunk)
+		frame = slices.Grow(frame, step)
+		if _, err := io.ReadFull(r, frame[len(frame):len(frame)+step]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
-		return nil, err
+		frame = frame[:len(frame)+step]
 	}
 	return frame, nil
 }

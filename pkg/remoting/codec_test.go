@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -451,5 +452,32 @@ func TestJSONFastPath(t *testing.T) {
 		if got := checkJSONFastPath(t, []byte(tc.header)); got != tc.fast {
 			t.Errorf("%s: fast path took it: %v, want %v", tc.header, got, tc.fast)
 		}
+	}
+}
+
+// A peer that announces a large frame and sends only its start costs memory for what it
+// sent, not for what it announced.
+func TestReadFrameAllocatesWhatArrives(t *testing.T) {
+	announced := DefaultMaxFrameSize
+	data := make([]byte, 4+1000)
+	binary.BigEndian.PutUint32(data, uint32(announced))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ReadFrame(bufio.NewReaderSize(bytes.NewReader(data), 4096), DefaultMaxFrameSize)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated frame: err %v, want io.ErrUnexpectedEOF", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading 1000 bytes of an announced %d-byte frame allocated %d bytes", announced, got)
+	}
+
+	// A whole large frame still arrives intact across chunks.
+	body := bytes.Repeat([]byte("0123456789abcdef"), (3*frameReadChunk+77)/16)
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	got, err := ReadFrame(bufio.NewReader(bytes.NewReader(frame)), DefaultMaxFrameSize)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("large frame: %d bytes, err %v; want %d bytes back", len(got), err, len(body))
 	}
 }
