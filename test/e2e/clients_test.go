@@ -181,3 +181,22 @@ func removeLocalOffsets(group string) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// startIdlePush starts a push consumer of topic in group (from the first offset), sends a
+// warm-up message with p and waits until it is consumed, so that the consumer's pull is
+// then held idle by the broker. It returns the collector and the arrival times of the
+// messages that follow.
+func startIdlePush(t *testing.T, p rocketmq.Producer, group, topic string) (*collector, <-chan time.Time) {
+	t.Helper()
+	col := newCollector()
+	arrived := make(chan time.Time, 100)
+	col.onMsg = func(*primitive.MessageExt) { arrived <- time.Now() }
+	startPush(t, group, topic, pushOpts{from: consumer.ConsumeFromFirstOffset, collector: col})
+	sendSync(t, p, msg(topic, "warmup", ""))
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("warm-up message not consumed within 30s")
+	}
+	return col, arrived
+}

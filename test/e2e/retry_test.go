@@ -252,16 +252,7 @@ func TestDelayLevel2(t *testing.T) {
 	const topic = "E2EDelay2"
 	createTopic(t, shared, topic, 1)
 	p := newProducer(t, "E2EDelay2P")
-	col := newCollector()
-	arrived := make(chan time.Time, 10)
-	col.onMsg = func(*primitive.MessageExt) { arrived <- time.Now() }
-	startPush(t, "E2EDelay2G", topic, pushOpts{from: consumer.ConsumeFromFirstOffset, collector: col})
-	sendSync(t, p, msg(topic, "warmup", ""))
-	select {
-	case <-arrived:
-	case <-time.After(30 * time.Second):
-		t.Fatal("warm-up message not consumed within 30s")
-	}
+	col, arrived := startIdlePush(t, p, "E2EDelay2G", topic)
 	time.Sleep(300 * time.Millisecond) // idle: the consumer's pull is held
 	m := msg(topic, "level-2", "")
 	m.WithDelayTimeLevel(2)

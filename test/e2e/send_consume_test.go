@@ -169,16 +169,7 @@ func TestLongPollingLatency(t *testing.T) {
 	const topic = "E2ELatency"
 	createTopic(t, shared, topic, 1)
 	p := newProducer(t, "E2ELatencyP")
-	col := newCollector()
-	arrived := make(chan time.Time, 100)
-	col.onMsg = func(*primitive.MessageExt) { arrived <- time.Now() }
-	startPush(t, "E2ELatencyG", topic, pushOpts{from: consumer.ConsumeFromFirstOffset, collector: col})
-	sendSync(t, p, msg(topic, "warmup", ""))
-	select {
-	case <-arrived:
-	case <-time.After(30 * time.Second):
-		t.Fatal("warm-up message not consumed within 30s")
-	}
+	_, arrived := startIdlePush(t, p, "E2ELatencyG", topic)
 	var lat []time.Duration
 	for i := range 9 {
 		time.Sleep(300 * time.Millisecond) // idle: the consumer's pull is held
