@@ -200,3 +200,25 @@ func startIdlePush(t *testing.T, p rocketmq.Producer, group, topic string) (*col
 	}
 	return col, arrived
 }
+
+// startPull starts a pull consumer of group subscribed to every message of topic, shut
+// down when the test ends.
+func startPull(t *testing.T, group, topic, instanceName string) rocketmq.PullConsumer {
+	t.Helper()
+	pc, err := rocketmq.NewPullConsumer(
+		consumer.WithNameServer([]string{namesrvAddr}),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(instance(instanceName)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Shutdown() })
+	return pc
+}

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
@@ -104,21 +102,7 @@ func TestHAAsyncMasterSlave(t *testing.T) {
 	// The Go client's push consumer reads a new group's offsets from the master only
 	// (FindBrokerAddrByName), so it cannot start a queue without one; its pull consumer
 	// takes any broker of the route (FindBrokerAddressInSubscribe), as Java's does.
-	pc, err := rocketmq.NewPullConsumer(
-		consumer.WithNameServer([]string{namesrvAddr}),
-		consumer.WithGroupName("E2EHAAsyncC"),
-		consumer.WithInstance(instance("c")),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Shutdown()
+	pc := startPull(t, "E2EHAAsyncC", topic, "c")
 	got := map[string]bool{}
 	for q := range 2 {
 		mq := &primitive.MessageQueue{Topic: topic, BrokerName: brokerName, QueueId: q}

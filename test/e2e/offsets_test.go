@@ -149,21 +149,7 @@ func TestPullConsumerByOffset(t *testing.T) {
 	for i := range 10 {
 		sendSync(t, p, msg(topic, fmt.Sprintf("pull-%d", i), ""))
 	}
-	pc, err := consumer.NewPullConsumer(
-		consumer.WithNameServer([]string{namesrvAddr}),
-		consumer.WithGroupName("E2EPullG"),
-		consumer.WithInstance(instance("pull")),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Shutdown()
+	pc := startPull(t, "E2EPullG", topic, "pull")
 	mqs, err := pc.GetTopicRouteInfo(topic)
 	if err != nil || len(mqs) != 1 {
 		t.Fatalf("route: %v %v", mqs, err)
