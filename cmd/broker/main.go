@@ -68,6 +68,10 @@ func run() int {
 		return 0
 	}
 
+	// Catch signals before announcing the boot, so a stop right after it is graceful
+	// (as in cmd/namesrv).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	b, err := broker.New(cfg, broker.Options{Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "broker:", err)
@@ -81,8 +85,6 @@ func run() int {
 	fmt.Printf("The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n",
 		cfg.BrokerName, cfg.BrokerAddr(), cfg.NamesrvAddr)
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	s := <-sig
 	log.Info("shutting down", "signal", s.String())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
