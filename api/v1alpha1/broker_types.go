@@ -70,6 +70,8 @@ type BrokerSpec struct {
 	ListenPort int32 `json:"listenPort,omitempty"`
 
 	// Config holds extra broker.conf keys. Keys the operator owns are refused.
+	// slaveReadEnable defaults to true here (RocketMQ's default is false) so that
+	// consumers keep reading from the slaves while a master is down.
 	// +kubebuilder:validation:MaxProperties=128
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['brokerClusterName', 'brokerName', 'brokerId', 'brokerRole', 'namesrvAddr', 'listenPort', 'storePathRootDir', 'storePathCommitLog', 'flushDiskType', 'brokerIP1', 'brokerIP2', 'haListenPort']))",message="config must not set keys the operator owns: brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, listenPort, storePathRootDir, storePathCommitLog, flushDiskType, brokerIP1, brokerIP2, haListenPort"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z][a-zA-Z0-9.]*$'))",message="config keys must be broker.conf field names (letters, digits, dots)"

@@ -68,12 +68,18 @@ func BrokerMemberAddress(br *v1alpha1.Broker, i, id int32) string {
 		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort)
 }
 
-// BrokerConf renders the keys group i's pods share. namesrvAddr is not among them: it
+// BrokerConf renders the keys group i's pods share: operator defaults, then
+// spec.config, then the keys the operator owns. namesrvAddr is not among them: it
 // reaches the pod as -n $(NAMESRV_ADDR), read from an unhashed ConfigMap at container start,
 // and running brokers get a new list through UPDATE_BROKER_CONFIG. brokerIP1/2 are left to
 // the broker, which picks the pod IP. Keys are sorted so the hash only moves with content.
 func BrokerConf(br *v1alpha1.Broker, i int32) string {
-	kv := map[string]string{}
+	kv := map[string]string{
+		// Defaults a user may override. With RocketMQ's default (false) a 4.x slave
+		// answers every pull with PULL_RETRY_IMMEDIATELY, so consumers stall while the
+		// master is down, which defeats the replicas the operator runs.
+		"slaveReadEnable": "true",
+	}
 	maps.Copy(kv, br.Spec.Config)
 	maps.Copy(kv, map[string]string{
 		"brokerClusterName":  br.Spec.ClusterName,

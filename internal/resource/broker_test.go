@@ -77,6 +77,13 @@ func TestBrokerPodConf(t *testing.T) {
 	if !strings.Contains(slave, "brokerId=2\nbrokerRole=SLAVE\n") {
 		t.Errorf("slave conf:\n%s", slave)
 	}
+	if !strings.Contains(slave, "slaveReadEnable=true\n") {
+		t.Errorf("slaves serve reads by default:\n%s", slave)
+	}
+	br.Spec.Config["slaveReadEnable"] = "false"
+	if c := BrokerPodConf(br, 1, 2); !strings.Contains(c, "slaveReadEnable=false\n") || strings.Contains(c, "slaveReadEnable=true") {
+		t.Errorf("spec.config overrides an operator default:\n%s", c)
+	}
 }
 
 func TestBrokerConfigHash(t *testing.T) {

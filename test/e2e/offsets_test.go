@@ -149,6 +149,8 @@ func TestPullConsumerByOffset(t *testing.T) {
 	for i := range 10 {
 		sendSync(t, p, msg(topic, fmt.Sprintf("pull-%d", i), ""))
 	}
+	// The consume queue is built behind the commitlog, as in RocketMQ.
+	eventually(t, 5*time.Second, "10 messages in the queue", func() bool { return sum(maxOffsets(t, shared, topic, 1)) == 10 })
 	pc := startPull(t, "E2EPullG", topic, "pull")
 	mqs, err := pc.GetTopicRouteInfo(topic)
 	if err != nil || len(mqs) != 1 {
