@@ -177,6 +177,9 @@ func (b *Broker) registerProcessors() {
 	h(remoting.SendMessage, b.handleSend, send)
 	h(remoting.SendMessageV2, b.handleSend, send)
 	h(remoting.SendBatchMessage, b.handleSend, send)
+	reply := s.NewPool("reply", replyPoolWorkers(), replyPoolQueue)
+	h(remoting.SendReplyMessage, b.handleSendReply, reply)
+	h(remoting.SendReplyMessageV2, b.handleSendReply, reply)
 
 	h(remoting.PullMessage, b.handlePull, pull)
 

@@ -39,7 +39,8 @@ type sendHeader struct {
 	MaxReconsumeTimes     *int32 `rmq:"maxReconsumeTimes"`
 }
 
-// sendV2Names maps SendMessageRequestHeaderV2's field letters to the V1 names.
+// sendV2Names maps SendMessageRequestHeaderV2's field letters to the V1 names; batches
+// and SEND_REPLY_MESSAGE_V2 use them too.
 var sendV2Names = map[string]string{
 	"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
 	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties",
@@ -48,7 +49,7 @@ var sendV2Names = map[string]string{
 
 func decodeSendHeader(req *remoting.Command) (*sendHeader, error) {
 	src := req
-	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage {
+	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		if _, v1 := req.ExtFields["topic"]; !v1 {
 			fields := make(map[string]string, len(req.ExtFields))
 			for k, v := range req.ExtFields {
@@ -87,46 +88,15 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	c := b.cfg.Get()
-	if !protocol.IsWriteable(c.BrokerPermission) {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
+	if resp := brokerWriteRefusal(req, c); resp != nil {
+		return resp
 	}
 	if c.BrokerRole == config.Slave {
 		// 4.9.7's store refuses puts on a slave (PutMessageStatus.SERVICE_NOT_AVAILABLE).
 		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master")
 	}
-	if err := metadata.ValidateTopic(h.Topic); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
-	}
-	if notAllowedSendTopics[h.Topic] {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic))
-	}
-	tc, ok := b.topics.Get(h.Topic)
-	if !ok {
-		if strings.HasPrefix(h.Topic, protocol.RetryGroupTopicPrefix) {
-			tc, err = b.topics.Ensure(h.Topic, 1, protocol.PermRead|protocol.PermWrite, 0)
-		} else {
-			var created bool
-			tc, created, err = b.topics.CreateForSend(h.Topic, h.DefaultTopic, int(h.DefaultTopicQueueNums), 0)
-			if created {
-				b.log.Info("topic auto-created", "topic", h.Topic, "queues", tc.WriteQueueNums, "producer", conn.RemoteAddr())
-			}
-		}
-		if err != nil {
-			if errors.Is(err, metadata.ErrTopicNotExist) {
-				return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
-			}
-			return req.NewResponse(remoting.SystemError, err.Error())
-		}
-	}
-	if !protocol.IsWriteable(tc.Perm) {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.Topic))
-	}
-	if h.QueueID >= int32(max(tc.WriteQueueNums, tc.ReadQueueNums)) {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("request queueId[%d] is illegal, %s Producer: %s",
-			h.QueueID, tc.TopicName, conn.RemoteAddr()))
-	}
-	if h.QueueID < 0 {
-		h.QueueID = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
+	if resp := b.checkSendTarget(conn, req, h); resp != nil {
+		return resp
 	}
 	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
 
@@ -205,6 +175,56 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		}
 		return resp
 	})
+	return nil
+}
+
+// brokerWriteRefusal refuses a send when brokerPermission is not writeable.
+func brokerWriteRefusal(req *remoting.Command, c config.Config) *remoting.Command {
+	if !protocol.IsWriteable(c.BrokerPermission) {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
+	}
+	return nil
+}
+
+// checkSendTarget runs Java's msgCheck on h's topic and queue: a legal, sendable topic
+// (created when the default topic allows), writeable, and a queue id in range. It picks
+// a random queue when h.QueueID < 0.
+func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *sendHeader) *remoting.Command {
+	if err := metadata.ValidateTopic(h.Topic); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if notAllowedSendTopics[h.Topic] {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic))
+	}
+	tc, ok := b.topics.Get(h.Topic)
+	if !ok {
+		var err error
+		if strings.HasPrefix(h.Topic, protocol.RetryGroupTopicPrefix) {
+			tc, err = b.topics.Ensure(h.Topic, 1, protocol.PermRead|protocol.PermWrite, 0)
+		} else {
+			var created bool
+			tc, created, err = b.topics.CreateForSend(h.Topic, h.DefaultTopic, int(h.DefaultTopicQueueNums), 0)
+			if created {
+				b.log.Info("topic auto-created", "topic", h.Topic, "queues", tc.WriteQueueNums, "producer", conn.RemoteAddr())
+			}
+		}
+		if err != nil {
+			if errors.Is(err, metadata.ErrTopicNotExist) {
+				return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+			}
+			return req.NewResponse(remoting.SystemError, err.Error())
+		}
+	}
+	if !protocol.IsWriteable(tc.Perm) {
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.Topic))
+	}
+	if h.QueueID >= int32(max(tc.WriteQueueNums, tc.ReadQueueNums)) {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("request queueId[%d] is illegal, %s Producer: %s",
+			h.QueueID, tc.TopicName, conn.RemoteAddr()))
+	}
+	if h.QueueID < 0 {
+		h.QueueID = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
+	}
 	return nil
 }
 

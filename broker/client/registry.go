@@ -288,6 +288,26 @@ func (r *Registry) Producers(group string) []Channel {
 	return out
 }
 
+// ProducerByClientID returns a copy of the producer channel that clientID registered,
+// as Java's ProducerManager.findChannel does for request-reply. A client that
+// reconnected may briefly have two; the one heard from last is the live one.
+func (r *Registry) ProducerByClientID(clientID string) (Channel, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var found *Channel
+	for _, m := range r.producers {
+		for _, ch := range m {
+			if ch.ClientID == clientID && (found == nil || ch.LastUpdate.After(found.LastUpdate)) {
+				found = ch
+			}
+		}
+	}
+	if found == nil {
+		return Channel{}, false
+	}
+	return *found, true
+}
+
 // Counts returns the number of producer and consumer connections, for runtime info.
 func (r *Registry) Counts() (producers, consumers int) {
 	r.mu.Lock()

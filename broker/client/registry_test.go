@@ -39,3 +39,30 @@ func TestRegistryMembership(t *testing.T) {
 		t.Fatal("empty group kept")
 	}
 }
+
+func TestProducerByClientID(t *testing.T) {
+	r := NewRegistry()
+	old, fresh, other := &remoting.Conn{}, &remoting.Conn{}, &remoting.Conn{}
+	now := time.Unix(1000, 0)
+	r.RegisterProducer("pg", Channel{Conn: old, ClientID: "requester", LastUpdate: now})
+	r.RegisterProducer("pg2", Channel{Conn: other, ClientID: "someone-else", LastUpdate: now})
+	if _, ok := r.ProducerByClientID("nobody"); ok {
+		t.Fatal("found a channel for an unknown client id")
+	}
+	// The client reconnected: its new connection, heard from last, is the one to use.
+	r.RegisterProducer("pg", Channel{Conn: fresh, ClientID: "requester", LastUpdate: now.Add(time.Second)})
+	if ch, ok := r.ProducerByClientID("requester"); !ok || ch.Conn != fresh {
+		t.Fatalf("lookup after reconnect: ok=%v conn=%p, want %p", ok, ch.Conn, fresh)
+	}
+	r.RemoveConn(fresh)
+	if ch, ok := r.ProducerByClientID("requester"); !ok || ch.Conn != old {
+		t.Fatalf("lookup after the new connection closed: ok=%v conn=%p, want %p", ok, ch.Conn, old)
+	}
+	r.UnregisterProducer("pg", old)
+	if _, ok := r.ProducerByClientID("requester"); ok {
+		t.Fatal("found an unregistered producer")
+	}
+	if ch, ok := r.ProducerByClientID("someone-else"); !ok || ch.Conn != other {
+		t.Fatal("lost another client's channel")
+	}
+}

@@ -93,6 +93,8 @@ type Config struct {
 	LongPollingEnable           bool   // longPollingEnable
 	ShortPollingTimeMills       int    // shortPollingTimeMills
 	SlaveReadEnable             bool   // slaveReadEnable
+	OffsetCheckInSlave          bool   // offsetCheckInSlave: a slave answers OFFSET_MOVED itself
+	StoreReplyMessageEnable     bool   // storeReplyMessageEnable: keep request-reply replies in <cluster>_REPLY_TOPIC
 	RejectTransactionMessage    bool   // rejectTransactionMessage
 	EnablePropertyFilter        bool   // enablePropertyFilter: allow SQL92 subscriptions
 	TransactionCheckInterval    int    // transactionCheckInterval, ms between scans of half messages
@@ -159,6 +161,7 @@ func Default() *Config {
 		BrokerTopicEnable:                 true,
 		MsgTraceTopicName:                 "RMQ_SYS_TRACE_TOPIC",
 		LongPollingEnable:                 true,
+		StoreReplyMessageEnable:           true,
 		ShortPollingTimeMills:             1000,
 		SendMessageThreadPoolNums:         4,
 		PullMessageThreadPoolNums:         16,
@@ -247,6 +250,8 @@ func (c *Config) keys() []key {
 		{"longPollingEnable", &c.LongPollingEnable, true},
 		{"shortPollingTimeMills", &c.ShortPollingTimeMills, true},
 		{"slaveReadEnable", &c.SlaveReadEnable, true},
+		{"offsetCheckInSlave", &c.OffsetCheckInSlave, true},
+		{"storeReplyMessageEnable", &c.StoreReplyMessageEnable, true},
 		{"rejectTransactionMessage", &c.RejectTransactionMessage, true},
 		{"enablePropertyFilter", &c.EnablePropertyFilter, true},
 		{"transactionCheckInterval", &c.TransactionCheckInterval, false},

@@ -74,6 +74,9 @@ const (
 	SendBatchMessage                 int16 = 320
 	QueryConsumeQueue                int16 = 321
 	QueryDataVersion                 int16 = 322
+	SendReplyMessage                 int16 = 324
+	SendReplyMessageV2               int16 = 325
+	PushReplyMessageToClient         int16 = 326
 	AddWritePermOfBroker             int16 = 327
 )
 
