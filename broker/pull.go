@@ -107,6 +107,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "get message failed: "+err.Error())
 	}
+	if correctionWithheld(res.Status, c) {
+		res.NextBeginOffset = h.QueueOffset
+	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetField("minOffset", strconv.FormatInt(res.MinOffset, 10))
@@ -125,6 +128,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		// 4.9.7: a slave serves reads only with slaveReadEnable.
 		resp.Code, resp.Remark = remoting.PullRetryImmediately, "the slave does not serve reads (slaveReadEnable=false)"
 		suggest = protocol.MasterID
+	}
+	if resp.Code == remoting.PullOffsetMoved && !b.offsetMoved(&h, res.NextBeginOffset, c) {
+		resp.Code, suggest = remoting.PullRetryImmediately, gc.BrokerID
 	}
 	resp.SetField("suggestWhichBrokerId", strconv.FormatInt(suggest, 10))
 
