@@ -42,11 +42,15 @@ func (b *Broker) registerAdmin(pool *remoting.Pool) {
 		remoting.ViewMessageByID:                  b.handleViewMessage,
 		remoting.QueryMessage:                     b.handleQueryMessage,
 		remoting.GetConsumerConnectionList:        b.handleConsumerConnections,
-		remoting.GetConsumeStats:                  b.handleConsumeStats,
+		remoting.GetConsumeStats:                  b.handleConsumeStatsWithTps,
 		remoting.InvokeBrokerToResetOffset:        b.handleResetOffset,
 		remoting.CloneGroupOffset:                 b.handleCloneGroupOffset,
 		remoting.GetAllConsumerOffset:             b.handleGetAllConsumerOffset,
 		remoting.QueryTopicConsumeByWho:           b.handleTopicConsumeByWho,
+		remoting.GetConsumerRunningInfo:           b.handleConsumerRunningInfo,
+		remoting.ConsumeMessageDirectly:           b.handleConsumeMessageDirectly,
+		remoting.ViewBrokerStatsData:              b.handleViewBrokerStats,
+		remoting.GetBrokerConsumeStats:            b.handleBrokerConsumeStats,
 	} {
 		b.server.Handle(code, f, pool)
 	}

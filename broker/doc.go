@@ -6,9 +6,11 @@
 // registers one processor per request code. Processors live by concern:
 //
 //	send.go     SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE
+//	reply.go    SEND_REPLY_MESSAGE(_V2): request-reply, pushed to the requester
 //	sendback.go CONSUMER_SEND_MSG_BACK (retry and DLQ, through package retry)
 //	transaction.go END_TRANSACTION and the CHECK_TRANSACTION_STATE callback
 //	pull.go     PULL_MESSAGE and long polling
+//	offsetmoved.go PULL_OFFSET_MOVED corrections and OFFSET_MOVED_EVENT
 //	clients.go  HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG, GET_CONSUMER_LIST_BY_GROUP,
 //	            notifications
 //	offsets.go  consumer offsets and queue offset queries
@@ -17,7 +19,9 @@
 //	locks.go    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ (orderly consumers); locks are released
 //	            when their client unregisters or its connection closes
 //	namesrv.go  registration with the name servers
-//	stats.go    put/get counters for GET_BROKER_RUNTIME_INFO
+//	callclient.go GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY: relayed to a consumer
+//	stats.go    put/get counters for GET_BROKER_RUNTIME_INFO and VIEW_BROKER_STATS_DATA
+//	brokerstats.go VIEW_BROKER_STATS_DATA, GET_BROKER_CONSUME_STATS, consumeTps
 //	ha.go       master/slave replication (package ha): the master's HA server and
 //	            SYNC_MASTER waits, the slave's commitlog copy and metadata sync,
 //	            GET_ALL_DELAY_OFFSET

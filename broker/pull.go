@@ -137,7 +137,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	switch resp.Code {
 	case remoting.Success:
 		resp.Body = res.Body
-		b.stats.got.Add(int64(res.Count))
+		b.stats.groupGet(h.ConsumerGroup, h.Topic, res.Count, len(res.Body))
 	case remoting.PullNotFound:
 		if allowSuspend && h.SysFlag&pullSuspend != 0 {
 			b.hold(conn, req, &h, f, c)

@@ -166,7 +166,7 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 		return
 	}
 	b.notifyHA()
-	b.stats.put.Add(1)
+	b.stats.topicPut(m.Topic, res.MsgCount, res.Size)
 	// Java's putMessage waits for the flush and a SYNC_MASTER's slave; their timeouts
 	// still count as stored.
 	durable()

@@ -143,7 +143,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		return putErrorResponse(req, err)
 	}
 	b.notifyHA()
-	b.stats.put.Add(int64(len(msgs)))
+	b.stats.topicPut(msgs[0].Topic, res.MsgCount, res.Size)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))
 	// The queue the producer chose, even when the message was redirected (Java does so).

@@ -1,0 +1,131 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/openrmq/rocketmq-operator/broker/metadata"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// groupGetKey is GROUP_GET_NUMS's key, Java's BrokerStatsManager.buildStatsKey.
+func groupGetKey(topic, group string) string { return topic + metadata.OffsetKeySeparator + group }
+
+type viewBrokerStatsHeader struct {
+	StatsName string `rmq:"statsName,required"`
+	StatsKey  string `rmq:"statsKey,required"`
+}
+
+// handleViewBrokerStats serves VIEW_BROKER_STATS_DATA: one counter's last minute, hour
+// and day (mqadmin statsAll asks TOPIC_PUT_NUMS and GROUP_GET_NUMS).
+func (b *Broker) handleViewBrokerStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h viewBrokerStatsHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	it, ok := b.stats.lookup(h.StatsName, h.StatsKey)
+	if !ok {
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist", h.StatsName, h.StatsKey))
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = it.data().Encode()
+	return resp
+}
+
+// groupTps is Java's consumeTps of a group in some topics: the sum of their GROUP_GET_NUMS
+// rates over the last minute.
+func (b *Broker) groupTps(group string, topics []string) float64 {
+	var tps float64
+	for _, t := range topics {
+		tps += b.stats.minuteTps(statsGroupGetNums, groupGetKey(t, group))
+	}
+	return tps
+}
+
+// handleConsumeStatsWithTps serves GET_CONSUME_STATS: handleConsumeStats' offsets plus
+// the group's consume rate in the topics they cover.
+func (b *Broker) handleConsumeStatsWithTps(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := b.handleConsumeStats(ctx, conn, req)
+	if resp == nil || resp.Code != remoting.Success {
+		return resp
+	}
+	st, err := protocol.DecodeConsumeStats(resp.Body)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	var topics []string
+	for mq := range st.OffsetTable {
+		if !slices.Contains(topics, mq.Topic) {
+			topics = append(topics, mq.Topic)
+		}
+	}
+	st.ConsumeTps = b.groupTps(req.Field("consumerGroup"), topics)
+	if resp.Body, err = st.Encode(); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	return resp
+}
+
+type brokerConsumeStatsHeader struct {
+	IsOrder bool `rmq:"isOrder,required"`
+}
+
+// handleBrokerConsumeStats serves GET_BROKER_CONSUME_STATS (mqadmin brokerConsumeStats)
+// as Java's fetchAllConsumeStatsInBroker: for every subscription group, a ConsumeStats per
+// topic it has offsets in; with isOrder only order topics; an online group's topics only
+// when it subscribes them.
+func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h brokerConsumeStatsHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	out := protocol.ConsumeStatsList{BrokerAddr: b.Addr(), ConsumeStatsList: []map[string][]protocol.ConsumeStats{}}
+	for _, group := range b.groups.Names() {
+		online, isOnline := b.clients.Consumer(group)
+		list := []protocol.ConsumeStats{}
+		topics := b.offsets.TopicsOf(group)
+		slices.Sort(topics)
+		for _, topic := range topics {
+			tc, ok := b.topics.Get(topic)
+			if !ok || (h.IsOrder && !tc.Order) {
+				continue
+			}
+			if isOnline && len(online.Subscriptions) > 0 {
+				if _, ok := online.Subscriptions[topic]; !ok {
+					continue
+				}
+			}
+			st := b.queueConsumeStats(group, topic, tc.WriteQueueNums)
+			st.ConsumeTps = b.groupTps(group, []string{topic})
+			out.TotalDiff += st.TotalDiff()
+			list = append(list, st)
+		}
+		out.ConsumeStatsList = append(out.ConsumeStatsList, map[string][]protocol.ConsumeStats{group: list})
+	}
+	body, err := out.Encode()
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// queueConsumeStats is group's offsets in the queues of topic, as GET_CONSUME_STATS
+// gives them.
+func (b *Broker) queueConsumeStats(group, topic string, queues int) protocol.ConsumeStats {
+	name := b.cfg.Get().BrokerName
+	st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+	for q := range int32(queues) {
+		w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffset(topic, q), 0), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
+		if w.ConsumerOffset > 0 {
+			if ts, err := b.store.StoreTime(topic, q, w.ConsumerOffset-1); err == nil && ts > 0 {
+				w.LastTimestamp = ts
+			}
+		}
+		st.OffsetTable[protocol.MessageQueue{BrokerName: name, QueueID: q, Topic: topic}] = w
+	}
+	return st
+}
