@@ -55,3 +55,33 @@ func TestGetNamesrvConfig(t *testing.T) {
 		t.Errorf("config body:\n%s", resp.Body)
 	}
 }
+
+func TestUpdateNamesrvConfig(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	ns := startNameServer(t, cfg)
+	cl := newClient(t)
+	get := func() string {
+		return string(mustSucceed(t, invoke(t, cl, ns.Addr(), remoting.GetNameServerConfig, nil, nil)).Body)
+	}
+
+	mustSucceed(t, invoke(t, cl, ns.Addr(), remoting.UpdateNameServerConfig, nil,
+		[]byte("orderMessageEnable=true\nbrokerChannelExpiredTime=30000\n")))
+	if body := get(); !strings.Contains(body, "orderMessageEnable=true\n") || !strings.Contains(body, "brokerChannelExpiredTime=30000\n") {
+		t.Errorf("config after the update:\n%s", body)
+	}
+
+	// File paths are not for remote callers (4.9.7's configBlackList): nothing applied.
+	resp := invoke(t, cl, ns.Addr(), remoting.UpdateNameServerConfig, nil, []byte("productEnvName=x\nkvConfigPath=/etc/passwd\n"))
+	if resp.Code != remoting.NoPermission || resp.Remark != "Can not update config in black list." {
+		t.Errorf("black-listed key: %v", resp)
+	}
+	// A bad value or an unknown key changes nothing either.
+	for _, body := range []string{"productEnvName=y\nbrokerChannelExpiredTime=-5\n", "productEnvName=z\nnoSuchKey=1\n"} {
+		if resp := invoke(t, cl, ns.Addr(), remoting.UpdateNameServerConfig, nil, []byte(body)); resp.Code != remoting.SystemError {
+			t.Errorf("update %q: %v", body, resp)
+		}
+	}
+	if body := get(); !strings.Contains(body, "productEnvName=center\n") || !strings.Contains(body, "kvConfigPath="+cfg.KVConfigPath+"\n") {
+		t.Errorf("refused updates changed the config:\n%s", body)
+	}
+}

@@ -33,6 +33,7 @@ func (n *NameServer) routesHandlers() map[int16]handler {
 		remoting.WipeWritePermOfBroker:            n.wipeWritePerm,
 		remoting.AddWritePermOfBroker:             n.addWritePerm,
 		remoting.GetNameServerConfig:              n.getConfig,
+		remoting.UpdateNameServerConfig:           n.updateConfig,
 	}
 }
 
@@ -140,7 +141,7 @@ func (n *NameServer) getRouteInfoByTopic(_ *remoting.Conn, req *remoting.Command
 	if rd == nil {
 		return req.NewResponse(remoting.TopicNotExist, "No topic route info in name server for the topic: "+h.Topic), nil
 	}
-	if n.cfg.OrderMessageEnable {
+	if n.config().OrderMessageEnable {
 		if conf, found := n.kv.get(protocol.NamespaceOrderTopicConfig, h.Topic); found {
 			rd.OrderTopicConf = conf
 		}
@@ -204,5 +205,6 @@ func (n *NameServer) addWritePerm(_ *remoting.Conn, req *remoting.Command) (*rem
 
 // getConfig answers GET_NAMESRV_CONFIG with the effective settings as properties text.
 func (n *NameServer) getConfig(_ *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
-	return ok(req, []byte(n.cfg.Properties())), nil
+	cfg := n.config()
+	return ok(req, []byte(cfg.Properties())), nil
 }

@@ -15,6 +15,7 @@ import (
 // NameServer is a RocketMQ 4.x name server: brokers register their topics with it and
 // clients ask it for routes. Several run side by side without sharing anything.
 type NameServer struct {
+	cfgMu  sync.RWMutex // cfg changes with UPDATE_NAMESRV_CONFIG
 	cfg    Config
 	log    *slog.Logger
 	routes *routeTable
@@ -118,7 +119,7 @@ func (n *NameServer) Shutdown(ctx context.Context) error {
 // scanLoop drops brokers that stopped re-registering, like Java's scanNotActiveBroker.
 func (n *NameServer) scanLoop() {
 	defer close(n.scanDone)
-	t := time.NewTicker(n.cfg.ScanNotActiveBrokerInterval)
+	t := time.NewTicker(n.config().ScanNotActiveBrokerInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -131,8 +132,9 @@ func (n *NameServer) scanLoop() {
 }
 
 func (n *NameServer) scanNotActiveBrokers(now time.Time) {
-	for addr, conn := range n.routes.expire(now.Add(-n.cfg.BrokerChannelExpiredTime)) {
-		n.log.Warn("broker expired: no registration within the timeout", "addr", addr, "timeout", n.cfg.BrokerChannelExpiredTime)
+	expiry := n.config().BrokerChannelExpiredTime
+	for addr, conn := range n.routes.expire(now.Add(-expiry)) {
+		n.log.Warn("broker expired: no registration within the timeout", "addr", addr, "timeout", expiry)
 		if conn != nil {
 			conn.Close()
 		}
