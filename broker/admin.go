@@ -51,6 +51,9 @@ func (b *Broker) registerAdmin(pool *remoting.Pool) {
 		remoting.ConsumeMessageDirectly:           b.handleConsumeMessageDirectly,
 		remoting.ViewBrokerStatsData:              b.handleViewBrokerStats,
 		remoting.GetBrokerConsumeStats:            b.handleBrokerConsumeStats,
+		remoting.QueryConsumeQueue:                b.handleQueryConsumeQueue,
+		remoting.CleanExpiredConsumeQueue:         b.handleCleanExpiredConsumeQueue,
+		remoting.CleanUnusedTopic:                 b.handleCleanUnusedTopic,
 	} {
 		b.server.Handle(code, f, pool)
 	}

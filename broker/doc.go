@@ -22,6 +22,7 @@
 //	callclient.go GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY: relayed to a consumer
 //	stats.go    put/get counters for GET_BROKER_RUNTIME_INFO and VIEW_BROKER_STATS_DATA
 //	brokerstats.go VIEW_BROKER_STATS_DATA, GET_BROKER_CONSUME_STATS, consumeTps
+//	queueadmin.go QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC
 //	ha.go       master/slave replication (package ha): the master's HA server and
 //	            SYNC_MASTER waits, the slave's commitlog copy and metadata sync,
 //	            GET_ALL_DELAY_OFFSET

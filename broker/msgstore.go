@@ -71,5 +71,11 @@ type MessageStore interface {
 	OnArrival(fn store.ArrivalFunc)
 	// DeleteTopic drops the consume queues of topic.
 	DeleteTopic(topic string) error
+	// ConsumeQueueEntries reads up to count entries of a queue from index (mqadmin queryCq).
+	ConsumeQueueEntries(topic string, queueID int32, index int64, count int) (entries []store.CQEntry, minOff, maxOff int64, ok bool)
+	// CleanExpiredConsumeQueues drops queues whose messages are all gone; it returns how many.
+	CleanExpiredConsumeQueues() int
+	// CleanUnusedTopics drops the consume queues of topics keep refuses; it returns them.
+	CleanUnusedTopics(keep func(topic string) bool) []string
 	Close() error
 }

@@ -93,3 +93,10 @@ func (a storeAdapter) DispatchBehind() int64          { return a.s.DispatchBehin
 func (a storeAdapter) OnArrival(fn store.ArrivalFunc) { a.s.OnArrival(fn) }
 func (a storeAdapter) DeleteTopic(topic string) error { a.s.DeleteTopic(topic); return nil }
 func (a storeAdapter) Close() error                   { return a.s.Close() }
+func (a storeAdapter) ConsumeQueueEntries(topic string, qid int32, index int64, count int) ([]store.CQEntry, int64, int64, bool) {
+	return a.s.ConsumeQueueEntries(topic, qid, index, count)
+}
+func (a storeAdapter) CleanExpiredConsumeQueues() int { return a.s.CleanExpiredConsumeQueues() }
+func (a storeAdapter) CleanUnusedTopics(keep func(string) bool) []string {
+	return a.s.CleanUnusedTopics(keep)
+}

@@ -3,8 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
@@ -220,23 +218,7 @@ func (s *Store) QueryMessage(topic, key string, max int, begin, end int64) []int
 // DeleteTopic removes the consume queues of topic (its commitlog records
 // stay until retention).
 func (s *Store) DeleteTopic(topic string) {
-	s.putMu.Lock()
-	for k := range s.queueTable {
-		if k.topic == topic {
-			delete(s.queueTable, k)
-		}
-	}
-	s.putMu.Unlock()
-	s.dispMu.Lock() // no dispatch into the queues while they go
-	s.cqMu.Lock()
-	qs := s.cqs[topic]
-	delete(s.cqs, topic)
-	s.cqMu.Unlock()
-	for _, cq := range qs {
-		cq.destroy()
-	}
-	os.RemoveAll(filepath.Join(s.cfg.consumeQueueDir(), topic))
-	s.dispMu.Unlock()
+	s.removeQueues(topic, func(int32) bool { return true })
 }
 
 // CheckInMemByConsumeOffset is Java's checkInMemByConsumeOffset: whether

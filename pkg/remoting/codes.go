@@ -60,6 +60,7 @@ const (
 	QueryTopicConsumeByWho           int16 = 300
 	GetSystemTopicListFromNameServer int16 = 304
 	GetSystemTopicListFromBroker     int16 = 305
+	CleanExpiredConsumeQueue         int16 = 306
 	GetConsumerRunningInfo           int16 = 307
 	ConsumeMessageDirectly           int16 = 309
 	SendMessageV2                    int16 = 310
@@ -68,6 +69,7 @@ const (
 	GetHasUnitSubUnUnitTopicList     int16 = 313
 	CloneGroupOffset                 int16 = 314
 	ViewBrokerStatsData              int16 = 315
+	CleanUnusedTopic                 int16 = 316
 	GetBrokerConsumeStats            int16 = 317
 	UpdateNameServerConfig           int16 = 318
 	GetNameServerConfig              int16 = 319

@@ -87,8 +87,7 @@ func TestOurBrokerMQAdminStats(t *testing.T) {
 	}
 
 	// statsAll -t: the topic's puts and the group's consumption in the last minute. The
-	// broker counts a group's consumption from its second sample of the group's offsets,
-	// so rounds go on until it shows.
+	// broker samples its counters every 10 s, so rounds go on until they show.
 	// #Topic  #Consumer Group  #Accumulation  #InTPS  #OutTPS  #InMsg24Hour  #OutMsg24Hour
 	statsRow := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(topic) + `\s+` + regexp.QuoteMeta(group) +
 		`\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\d+)\s*$`)
@@ -150,6 +149,13 @@ func TestOurBrokerMQAdminStats(t *testing.T) {
 	out = run("queryMsgById", "-i", lastOffsetMsgID, "-g", group, "-d", clientID)
 	if !strings.Contains(out, "consumeResult=CR_SUCCESS") {
 		t.Errorf("mqadmin queryMsgById -i %s -g %s -d %s: no consumeResult=CR_SUCCESS in:\n%s", lastOffsetMsgID, group, clientID, out)
+	}
+	// queryCq: queue 0's raw consume-queue entries (QUERY_CONSUME_QUEUE 321).
+	out = run("queryCq", "-t", topic, "-q", "0", "-i", "0", "-c", "2", "-b", f.broker.Addr, "-g", group)
+	inQueue0 := sent / queues
+	if want := fmt.Sprintf("max: %d, min: 0", inQueue0); !strings.Contains(out, want) ||
+		strings.Count(out, "physicOffset=") != min(2, inQueue0) || !strings.Contains(out, `"topic":"`+topic+`"`) {
+		t.Errorf("mqadmin queryCq -t %s -q 0: want %q, %d entries and the group's subscription in:\n%s", topic, want, min(2, inQueue0), out)
 	}
 }
 
