@@ -100,7 +100,7 @@ func resetOffset(t *testing.T, b *brokerProc, group, topic string, ts int64) {
 // and for an online one (its consumers are told and consume again from there).
 func TestResetOffsetByTimestamp(t *testing.T) {
 	t.Parallel()
-	const topic = "E2EReset"
+	topic := runName(t, "E2EReset")
 	createTopic(t, shared, topic, 2)
 	p := newProducer(t, "E2EResetP")
 	for i := range 10 {
@@ -115,7 +115,7 @@ func TestResetOffsetByTimestamp(t *testing.T) {
 
 	t.Run("offline", func(t *testing.T) {
 		t.Parallel()
-		const group = "E2EResetOfflineG"
+		group := runName(t, "E2EResetOfflineG")
 		// The group consumed everything, then went away.
 		c, col := startPush(t, group, topic, pushOpts{from: consumer.ConsumeFromFirstOffset})
 		eventually(t, 30*time.Second, "20 messages consumed", func() bool { return col.distinct() == 20 })
@@ -137,7 +137,7 @@ func TestResetOffsetByTimestamp(t *testing.T) {
 	})
 	t.Run("online", func(t *testing.T) {
 		t.Parallel()
-		const group = "E2EResetOnlineG"
+		group := runName(t, "E2EResetOnlineG")
 		_, col := startPush(t, group, topic, pushOpts{from: consumer.ConsumeFromFirstOffset})
 		eventually(t, 30*time.Second, "20 messages consumed", func() bool { return col.distinct() == 20 })
 		time.Sleep(time.Second)

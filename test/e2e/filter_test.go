@@ -70,7 +70,7 @@ func sorted(s []string) []string {
 // the same tag expression receives the same messages.
 func TestFiltersRunOnTheBroker(t *testing.T) {
 	t.Parallel()
-	const topic = "E2EBrokerFilter"
+	topic := runName(t, "E2EBrokerFilter")
 	createTopic(t, shared, topic, 1)
 	p := newProducer(t, "E2EBrokerFilterP")
 	var all []string
@@ -82,7 +82,7 @@ func TestFiltersRunOnTheBroker(t *testing.T) {
 		sendSync(t, p, m)
 		all = append(all, body)
 	}
-	eventually(t, 10*time.Second, "12 messages stored", func() bool { return len(rawPull(t, shared, "E2EBrokerFilterAll", topic, 0, "TAG", "*")) == 12 })
+	eventually(t, 10*time.Second, "12 messages stored", func() bool { return len(rawPull(t, shared, runName(t, "E2EBrokerFilterAll"), topic, 0, "TAG", "*")) == 12 })
 
 	want := func(keep func(i int, tag string) bool) []string {
 		var out []string
@@ -104,14 +104,14 @@ func TestFiltersRunOnTheBroker(t *testing.T) {
 		{"SQL92", "n IN ('1', '2') OR (TAGS = 'TagC' AND n BETWEEN 3 AND 5)", want(func(i int, _ string) bool { return i == 1 || i == 2 || i == 5 })},
 		{"SQL92", "missing IS NOT NULL", nil},
 	} {
-		got := rawPull(t, shared, "E2EBrokerFilterG", topic, 0, tc.exprType, tc.expr)
+		got := rawPull(t, shared, runName(t, "E2EBrokerFilterG"), topic, 0, tc.exprType, tc.expr)
 		if strings.Join(sorted(got), ",") != strings.Join(sorted(tc.want), ",") {
 			t.Errorf("%s %q: the broker sent %v, want %v", tc.exprType, tc.expr, got, tc.want)
 		}
 	}
 
 	// The official client, tag expression with "||".
-	_, col := startPush(t, "E2EBrokerFilterPush", topic, pushOpts{from: consumer.ConsumeFromFirstOffset, selector: "TagA || TagB"})
+	_, col := startPush(t, runName(t, "E2EBrokerFilterPush"), topic, pushOpts{from: consumer.ConsumeFromFirstOffset, selector: "TagA || TagB"})
 	eventually(t, 30*time.Second, "8 TagA/TagB messages", func() bool { return col.distinct() == 8 })
 	time.Sleep(500 * time.Millisecond)
 	if n := col.deliveries(); n != 8 {

@@ -347,6 +347,31 @@ func waitRoute(t *testing.T, topic string, present bool) {
 }
 
 // eventually polls cond every 20 ms for up to within.
+// runs counts the runs of each test, so that runName can tell them apart.
+var runs = struct {
+	sync.Mutex
+	byTest map[*testing.T]int
+	byName map[string]int
+}{byTest: map[*testing.T]int{}, byName: map[string]int{}}
+
+// runName is base in a test's first run and base plus the run number in later ones
+// (go test -count=N): the shared broker keeps the topics, messages and offsets of
+// earlier runs, so tests that count from an empty queue need names of their own.
+func runName(t *testing.T, base string) string {
+	runs.Lock()
+	defer runs.Unlock()
+	n, ok := runs.byTest[t]
+	if !ok {
+		runs.byName[t.Name()]++
+		n = runs.byName[t.Name()]
+		runs.byTest[t] = n
+	}
+	if n == 1 {
+		return base
+	}
+	return fmt.Sprintf("%s%d", base, n)
+}
+
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)

@@ -143,7 +143,7 @@ func heldPulls(t *testing.T, b *brokerProc) int {
 
 // TestPullConsumerByOffset: the pull consumer reads a queue from a given offset.
 func TestPullConsumerByOffset(t *testing.T) {
-	const topic = "E2EPull"
+	topic := runName(t, "E2EPull")
 	createTopic(t, shared, topic, 1)
 	p := newProducer(t, "E2EPullP")
 	for i := range 10 {
@@ -151,7 +151,7 @@ func TestPullConsumerByOffset(t *testing.T) {
 	}
 	// The consume queue is built behind the commitlog, as in RocketMQ.
 	eventually(t, 5*time.Second, "10 messages in the queue", func() bool { return sum(maxOffsets(t, shared, topic, 1)) == 10 })
-	pc := startPull(t, "E2EPullG", topic, "pull")
+	pc := startPull(t, runName(t, "E2EPullG"), topic, "pull")
 	mqs, err := pc.GetTopicRouteInfo(topic)
 	if err != nil || len(mqs) != 1 {
 		t.Fatalf("route: %v %v", mqs, err)
