@@ -82,7 +82,9 @@ func TestFiltersRunOnTheBroker(t *testing.T) {
 		sendSync(t, p, m)
 		all = append(all, body)
 	}
-	eventually(t, 10*time.Second, "12 messages stored", func() bool { return len(rawPull(t, shared, runName(t, "E2EBrokerFilterAll"), topic, 0, "TAG", "*")) == 12 })
+	eventually(t, 10*time.Second, "12 messages stored", func() bool {
+		return len(rawPull(t, shared, runName(t, "E2EBrokerFilterAll"), topic, 0, "TAG", "*")) == 12
+	})
 
 	want := func(keep func(i int, tag string) bool) []string {
 		var out []string

@@ -102,14 +102,14 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup, within time.Duration, what stri
 
 // TestTagFilter: a consumer subscribed to one tag gets only that tag's messages.
 func TestTagFilter(t *testing.T) {
-	const topic = "E2ETagFilter"
+	topic := runName(t, "E2ETagFilter")
 	createTopic(t, shared, topic, 2)
 	p := newProducer(t, "E2ETagFilterP")
 	for i := range 10 {
 		tag := []string{"red", "blue"}[i%2]
 		sendSync(t, p, msg(topic, fmt.Sprintf("%s-%d", tag, i), tag))
 	}
-	_, col := startPush(t, "E2ETagFilterG", topic, pushOpts{from: consumer.ConsumeFromFirstOffset, selector: "red"})
+	_, col := startPush(t, runName(t, "E2ETagFilterG"), topic, pushOpts{from: consumer.ConsumeFromFirstOffset, selector: "red"})
 	eventually(t, 30*time.Second, "5 red messages", func() bool { return col.distinct() == 5 })
 	// Give blue messages, were they wrongly delivered, a moment to show up.
 	sendSync(t, p, msg(topic, "red-last", "red"))
