@@ -63,6 +63,10 @@ fuzz: ## Fuzz the remoting frame and header decoders for FUZZTIME (default 60s).
 bench: ## Run the Go benchmarks (protocol and storage).
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./broker/...
 
+.PHONY: bench-java
+bench-java: ## Our broker vs the Java 4.9.7 broker under bin/rmqbench (~5 min); prints a markdown table.
+	hack/bench-vs-java.sh
+
 ##@ Run
 
 .PHONY: quickstart

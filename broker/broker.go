@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/broker/acl"
 	"github.com/openrmq/rocketmq-operator/broker/client"
 	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/ha"
@@ -48,6 +49,7 @@ type Broker struct {
 	sched     *schedule.Service    // delayed delivery; nil with a store other than broker/store
 	txn       *transaction.Service // transaction ends and checks; nil likewise
 	server    *remoting.Server
+	acl       *acl.Watcher // aclEnable: the plain ACL rules; nil without
 	nsClient  *remoting.Client
 	haServer  *ha.Server       // master: serves the commitlog to slaves
 	haClient  *ha.Client       // slave: copies the master's commitlog
@@ -89,6 +91,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("brokerIP1=%q: %w", cfg.BrokerIP1, err)
 	}
 	b.storeHost = netip.AddrPortFrom(ip, uint16(cfg.ListenPort))
+	if err := b.initACL(cfg); err != nil {
+		return nil, err
+	}
 
 	dir := metadata.ConfigDir(cfg.StorePathRootDir)
 	levels, _ := store.ParseDelayLevels(cfg.MessageDelayLevel)
@@ -148,8 +153,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	})
 
 	b.server = remoting.NewServer(remoting.ServerConfig{
-		Logger:  log,
-		OnClose: b.connClosed,
+		Logger:       log,
+		OnClose:      b.connClosed,
+		BeforeHandle: b.aclHook(),
 	})
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log})
 	if sa, ok := b.store.(storeAdapter); ok {
@@ -233,6 +239,7 @@ func (b *Broker) Start() error {
 		b.txn.Start()
 	}
 	b.registerAll()
+	b.watchACL()
 	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
 	b.every(func() time.Duration { return time.Duration(c.FlushConsumerOffsetInterval) * time.Millisecond }, b.persistOffsets, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.scanExpiredClients, nil)

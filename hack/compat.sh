@@ -7,6 +7,8 @@
 #   COMPAT_NAMESRV=java hack/compat.sh  # against the Java name server (to check the harness)
 #   COMPAT_NAMESRV="ours java" hack/compat.sh   # both, one after the other
 #   COMPAT_RUN=TestGoAdmin hack/compat.sh       # only the tests matching a go test -run regexp
+#   hack/compat.sh --fetch-only         # only step 1; prints the jar directory on stdout
+#                                       # (used by hack/bench-vs-java.sh)
 #
 # 1. Fetches org.apache.rocketmq:rocketmq-broker/-namesrv/-client/-tools (the version in
 #    test/compat/java/pom.xml) and their dependencies from Maven Central with mvn into a cache
@@ -30,6 +32,13 @@ pom="$repo/test/compat/java/pom.xml"
 src="$repo/test/compat/java/src"
 kinds=${COMPAT_NAMESRV:-ours}
 cache_root=${COMPAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rocketmq-operator/compat}
+
+fetch_only=0
+case "${1:-}" in
+  "") ;;
+  --fetch-only) fetch_only=1 ;;
+  *) echo "usage: hack/compat.sh [--fetch-only]" >&2; exit 2 ;;
+esac
 
 log() { echo "compat: $*" >&2; }
 now() { date +%s; }
@@ -66,6 +75,10 @@ for jar in rocketmq-broker rocketmq-namesrv rocketmq-client; do
     exit 1
   fi
 done
+if [[ $fetch_only == 1 ]]; then
+  echo "$lib"
+  exit 0
+fi
 
 # --- 2. Work dir and Java test programs ---------------------------------------------------
 if [[ -n "${COMPAT_WORK_DIR:-}" ]]; then

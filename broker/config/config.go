@@ -113,6 +113,13 @@ type Config struct {
 	RegisterBrokerTimeoutMills  int // registerBrokerTimeoutMills, ms
 	FlushConsumerOffsetInterval int // flushConsumerOffsetInterval, ms
 	ChannelExpiredTimeout       int // channelExpiredTimeout, ms (client channels)
+
+	AclEnable bool // aclEnable: check every request against the plain ACL file (package broker/acl)
+	// AclPlainFile (aclPlainFile) is the plain ACL file, re-read when it changes. A
+	// relative path is under $ROCKETMQ_HOME (the working folder when unset), so the
+	// default is Java's $ROCKETMQ_HOME/conf/plain_acl.yml; Java's -Drocketmq.acl.plain.file
+	// is the same relative path. Not a Java broker.conf key.
+	AclPlainFile string
 }
 
 // Default returns the RocketMQ 4.9 defaults.
@@ -177,6 +184,7 @@ func Default() *Config {
 		TransactionCheckInterval:          60000,
 		TransactionTimeOut:                6000,
 		TransactionCheckMax:               15,
+		AclPlainFile:                      filepath.Join("conf", "plain_acl.yml"),
 	}
 }
 
@@ -268,6 +276,8 @@ func (c *Config) keys() []key {
 		{"registerBrokerTimeoutMills", &c.RegisterBrokerTimeoutMills, true},
 		{"flushConsumerOffsetInterval", &c.FlushConsumerOffsetInterval, false},
 		{"channelExpiredTimeout", &c.ChannelExpiredTimeout, false},
+		{"aclEnable", &c.AclEnable, false},
+		{"aclPlainFile", &c.AclPlainFile, false},
 	}
 }
 
@@ -285,7 +295,7 @@ var ignored = map[string]bool{
 	"serverChannelMaxIdleTimeSeconds": true, "serverSocketSndBufSize": true, "serverSocketRcvBufSize": true,
 	"serverPooledByteBufAllocatorEnable": true, "useEpollNativeSelector": true, "transientStorePoolEnable": true,
 	"useReentrantLockWhenPutMessage": true, "sendMessageThreadPoolNums_": true, "waitTimeMillsInSendQueue": true,
-	"osPageCacheBusyTimeOutMills": true, "fetchNamesrvAddrByAddressServer": true, "aclEnable": true,
+	"osPageCacheBusyTimeOutMills": true, "fetchNamesrvAddrByAddressServer": true,
 	"warmMapedFileEnable": true, "enableCalcFilterBitMap": true,
 	"isEnableBatchPush": true, "brokerFastFailureEnable": true, "storePathIndex": true,
 	"enableDLegerCommitLog": true, "filterServerNums": true, "compressedRegister": true,
@@ -459,6 +469,8 @@ func (c *Config) Validate() error {
 		return bad("channelExpiredTimeout", c.ChannelExpiredTimeout, "must be > 0")
 	case c.TransactionCheckInterval <= 0 || c.TransactionTimeOut <= 0 || c.TransactionCheckMax <= 0:
 		return bad("transactionCheckInterval/transactionTimeOut/transactionCheckMax", "", "must be > 0")
+	case c.AclEnable && c.AclPlainFile == "":
+		return bad("aclPlainFile", `""`, "must name a file when aclEnable=true")
 	}
 	for _, n := range []struct {
 		key string
@@ -510,6 +522,14 @@ func NamesrvList(s string) []string {
 		}
 	}
 	return out
+}
+
+// ACLFile is the plain ACL file aclPlainFile names: relative paths are under $ROCKETMQ_HOME.
+func (c Config) ACLFile() string {
+	if filepath.IsAbs(c.AclPlainFile) {
+		return c.AclPlainFile
+	}
+	return filepath.Join(os.Getenv("ROCKETMQ_HOME"), c.AclPlainFile)
 }
 
 // HAPort is the port the HA server listens on and announces: listenPort+1, as 4.9.7

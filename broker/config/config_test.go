@@ -96,3 +96,29 @@ func TestHAKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestACLKeys(t *testing.T) {
+	t.Setenv("ROCKETMQ_HOME", "/opt/rmq")
+	d := Default()
+	if d.AclEnable || d.ACLFile() != "/opt/rmq/conf/plain_acl.yml" {
+		t.Fatalf("ACL defaults: enable=%v file=%s", d.AclEnable, d.ACLFile())
+	}
+	c, _, err := Load(strings.NewReader("aclEnable=true\naclPlainFile=conf/acl/a.yml\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.AclEnable || c.ACLFile() != "/opt/rmq/conf/acl/a.yml" {
+		t.Fatalf("relative aclPlainFile: enable=%v file=%s", c.AclEnable, c.ACLFile())
+	}
+	c, _, err = Load(strings.NewReader("aclEnable=true\naclPlainFile=/etc/rmq/plain_acl.yml\n"))
+	if err != nil || c.ACLFile() != "/etc/rmq/plain_acl.yml" {
+		t.Fatalf("absolute aclPlainFile: %v %v", c, err)
+	}
+	_, _, err = Load(strings.NewReader("aclEnable=true\naclPlainFile=\n"))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "aclPlainFile") {
+		t.Fatalf("empty aclPlainFile: %v", err)
+	}
+	if _, err := NewLive(c).Update(map[string]string{"aclEnable": "false"}); err == nil {
+		t.Fatal("aclEnable changed live")
+	}
+}

@@ -32,6 +32,10 @@ type ServerConfig struct {
 	Logger       *slog.Logger // [slog.Default()]
 	OnConnect    func(*Conn)  // called when a connection is accepted
 	OnClose      func(*Conn)  // called once a connection has closed
+	// BeforeHandle, when set, runs on the pool worker ahead of the handler of every
+	// request routed by Handle; a non-nil result answers the request instead. It is the
+	// place of Java's RPCHook.doBeforeRequest (the broker's ACL check).
+	BeforeHandle func(conn *Conn, req *Command) *Command
 }
 
 // Server accepts remoting connections and dispatches requests to handlers.
@@ -91,12 +95,29 @@ func (s *Server) NewPool(name string, workers, queue int) *Pool {
 	return p
 }
 
-// Handle routes requests with code to h, run on pool (the default pool when nil).
+// Handle routes requests with code to h, run on pool (the default pool when nil), behind
+// the BeforeHandle hook when one is configured.
 func (s *Server) Handle(code int16, h Handler, pool *Pool) {
 	if pool == nil {
 		pool = s.fallback
 	}
+	if s.cfg.BeforeHandle != nil {
+		h = guarded{before: s.cfg.BeforeHandle, next: h}
+	}
 	s.routes[code] = route{handler: h, pool: pool}
+}
+
+// guarded runs a BeforeHandle hook ahead of a handler.
+type guarded struct {
+	before func(*Conn, *Command) *Command
+	next   Handler
+}
+
+func (g guarded) ServeRemoting(ctx context.Context, conn *Conn, req *Command) *Command {
+	if resp := g.before(conn, req); resp != nil {
+		return resp
+	}
+	return g.next.ServeRemoting(ctx, conn, req)
 }
 
 // Listen opens a TCP listener on addr and serves it in the background. It returns the

@@ -1,0 +1,413 @@
+#!/usr/bin/env bash
+# Head-to-head benchmark (make bench-java): our broker (bin/broker) against the Apache
+# RocketMQ 4.9.7 Java broker, driven by bin/rmqbench over the real protocol on loopback, with
+# the same broker settings; prints one markdown comparison table.
+#
+#   hack/bench-vs-java.sh                       # everything, ~4 minutes
+#   BENCH_THREADS=32 BENCH_DURATION=60s hack/bench-vs-java.sh
+#   BENCH_BROKERS=java BENCH_SYNC_FLUSH=0 hack/bench-vs-java.sh
+#
+# For each broker in turn (ours, then Java) and each flush mode (ASYNC_FLUSH, then
+# SYNC_FLUSH), it starts a fresh name server and a fresh broker with an empty store under a
+# temp dir, and for each thread count runs
+#   - a producer warm-up for BENCH_WARMUP (-c -q 8 creates the topic with 8 queues) and, with
+#     ASYNC_FLUSH, a consumer warm-up draining those messages (results discarded),
+#   - the measured producer run: sync sends of BENCH_SIZE-byte bodies for BENCH_DURATION,
+#   - (ASYNC_FLUSH only) a consumer, in a new group, draining that topic from the first
+#     offset (long-polling pulls of 32, one puller per queue) until it has every message.
+# Around each measured run it reads the broker's utime+stime (/proc/<pid>/stat) and the
+# machine's busy time (/proc/stat), and at its end the broker's peak RSS (VmHWM) and peak
+# anonymous RSS (RssAnon sampled every 0.2 s), both since that broker started.
+#
+# The name server is ours (bin/namesrv) for both brokers: it only answers route lookups at
+# the start of each run and is off the data path; each broker gets its own fresh one.
+#
+# Both brokers read the same broker.conf keys (ASYNC_FLUSH or SYNC_FLUSH, 1 GiB commitlog
+# segments unless BENCH_SEGMENT_MB, autoCreateTopicEnable, store under the temp dir) and keep
+# their own defaults otherwise (thread pools, flush intervals, ...). The Java broker runs
+# with the JVM options of RocketMQ 4.9.x's bin/runbroker.sh (its JDK 11 branch: G1,
+# AlwaysPreTouch, ...; java is launched directly, as the compat suite does, not through the
+# script) with the heap scaled from its -Xms8g -Xmx8g -Xmn4g to this machine:
+# BENCH_JAVA_HEAP_MB (1024), young generation half of it, MaxDirectMemorySize 2x the heap;
+# plus the --add-opens that 4.9.x needs on JDK 17.
+#
+# BENCH_BROKERS may also name "ours-memlimit": our broker with GOGC=off and
+# GOMEMLIMIT=BENCH_JAVA_HEAP_MB MiB, i.e. the Java heap's memory budget, collected only when
+# it is reached (the default GOGC=100 collects every time a ~10 MiB live heap doubles).
+#
+# Environment: BENCH_BROKERS ("ours java"), BENCH_THREADS ("16 64"), BENCH_SIZE (1024),
+# BENCH_DURATION (20s), BENCH_WARMUP (5s), BENCH_SYNC_FLUSH (1: also run the producer with
+# SYNC_FLUSH), BENCH_CONSUME (1), BENCH_SEGMENT_MB (1024), BENCH_JAVA_HEAP_MB (1024),
+# BENCH_WORK_DIR (stores and logs; default a new temp dir, removed after a successful run
+# unless BENCH_KEEP=1; after a failure only the stores are removed), BENCH_OUT (also write
+# the table to this file), BENCH_SKIP_BUILD (0), JAVA_HOME, plus what hack/compat.sh reads
+# to fetch the jars (MVN, COMPAT_CACHE).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+brokers=${BENCH_BROKERS:-ours java}
+threads_list=${BENCH_THREADS:-16 64}
+size=${BENCH_SIZE:-1024}
+duration=${BENCH_DURATION:-20s}
+warmup=${BENCH_WARMUP:-5s}
+do_sync=${BENCH_SYNC_FLUSH:-1}
+do_consume=${BENCH_CONSUME:-1}
+segment_mb=${BENCH_SEGMENT_MB:-1024}
+heap_mb=${BENCH_JAVA_HEAP_MB:-1024}
+
+log() { echo "bench: $*" >&2; }
+die() { log "$*"; exit 1; }
+for kind in $brokers; do
+  case $kind in
+    ours | ours-memlimit | java) ;;
+    *) die "unknown broker kind $kind in BENCH_BROKERS (want ours, ours-memlimit, java)" ;;
+  esac
+done
+
+# --- 1. Binaries and jars -------------------------------------------------------------------
+if [[ ${BENCH_SKIP_BUILD:-0} != 1 ]]; then
+  log "make build"
+  make -s build >&2
+fi
+lib=$(hack/compat.sh --fetch-only) || die "could not fetch the RocketMQ jars (hack/compat.sh --fetch-only)"
+[[ -f "$lib/rocketmq-broker-4.9.7.jar" ]] || die "no rocketmq-broker-4.9.7.jar in $lib"
+
+java_bin=java
+[[ -n "${JAVA_HOME:-}" ]] && java_bin="$JAVA_HOME/bin/java"
+if [[ " $brokers " == *" java "* ]]; then
+  command -v "$java_bin" >/dev/null || die "no java (set JAVA_HOME or put java on PATH)"
+fi
+
+if [[ -n "${BENCH_WORK_DIR:-}" ]]; then
+  work=$BENCH_WORK_DIR
+  mkdir -p "$work"
+  keep=1
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/rocketmq-bench.XXXXXX")
+  keep=${BENCH_KEEP:-0}
+fi
+# Private copies: other builds in this checkout must not swap the binaries mid-run.
+mkdir -p "$work/bin"
+cp bin/namesrv bin/broker bin/rmqbench "$work/bin/"
+bin="$work/bin"
+
+need_mb=$(( segment_mb * 3 + 1024 ))
+avail_mb=$(df -Pm "$work" | awk 'NR==2 {print $4}')
+if (( avail_mb < need_mb )); then
+  die "only ${avail_mb} MiB free under $work; want ${need_mb} (set BENCH_SEGMENT_MB lower)"
+fi
+
+# --- Process bookkeeping: everything started is stopped on exit, Ctrl-C included ----------
+pids=()
+stop_pid() { # pid: SIGTERM, up to 30 s for a clean shutdown, then SIGKILL
+  local pid=$1
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+stop_all() { # reverse start order: brokers unregister while their name server listens
+  local i
+  for ((i=${#pids[@]}-1; i>=0; i--)); do
+    stop_pid "${pids[i]}"
+  done
+  pids=()
+}
+finish() {
+  local rc=$1
+  trap - EXIT INT TERM
+  stop_all
+  if [[ $keep == 1 ]]; then
+    log "logs and stores kept in $work"
+  elif [[ $rc -eq 0 ]]; then
+    rm -rf "$work"
+  else
+    rm -rf "$work"/*/store
+    log "logs kept in $work (stores removed; BENCH_KEEP=1 keeps them)"
+  fi
+  exit "$rc"
+}
+trap 'finish $?' EXIT
+trap 'log interrupted; finish 130' INT
+trap 'log terminated; finish 143' TERM
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() { # a port p with p-2 and p+1 also free (the Java broker's fast and HA channels)
+  local p
+  for _ in $(seq 1 200); do
+    p=$(( 20000 + RANDOM % 30000 ))
+    if port_free "$p" && port_free $((p - 2)) && port_free $((p + 1)); then
+      echo "$p"
+      return 0
+    fi
+  done
+  die "no free port"
+}
+wait_ready() { # pid log port name
+  local pid=$1 logf=$2 port=$3 name=$4
+  for _ in $(seq 1 1200); do
+    kill -0 "$pid" 2>/dev/null || { tail -n 30 "$logf" >&2; die "$name exited during startup (log $logf)"; }
+    if grep -q "boot success" "$logf" 2>/dev/null && ! port_free "$port"; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  tail -n 30 "$logf" >&2
+  die "$name not ready after 120 s (log $logf)"
+}
+
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; } # utime+stime
+machine_busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; } # all CPUs, ticks
+hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
+# VmHWM counts the store's mmapped pages the broker touched (RssFile) as well; this keeps
+# the peak of RssAnon (heap, stacks, direct buffers), in kB, in $2 while the broker lives.
+anon_sampler() { # pid file
+  local pid=$1 out=$2 max=0 k v
+  echo 0 >"$out"
+  while [[ -r /proc/$pid/status ]]; do
+    while read -r k v _; do
+      if [[ $k == RssAnon: ]] && (( v > max )); then max=$v; echo "$max" >"$out"; fi
+    done <"/proc/$pid/status" 2>/dev/null || true
+    sleep 0.2
+  done
+}
+clk_tck=$(getconf CLK_TCK)
+secs() { awk -v a="$1" -v b="$2" -v hz="$clk_tck" 'BEGIN {printf "%.2f", (b - a) / hz}'; } # ticks -> s
+
+# --- 2. One broker: name server + broker with a fresh store ----------------------------------
+namesrv_addr="" broker_pid=""
+start_cluster() { # kind flush dir
+  local kind=$1 flush=$2 dir=$3
+  mkdir -p "$dir"
+  local nport bport
+  nport=$(free_port)
+  printf 'listenPort=%s\nkvConfigPath=%s\n' "$nport" "$dir/kvConfig.json" >"$dir/namesrv.conf"
+  "$bin/namesrv" -c "$dir/namesrv.conf" >"$dir/namesrv.log" 2>&1 &
+  pids+=($!)
+  wait_ready "$!" "$dir/namesrv.log" "$nport" namesrv
+  namesrv_addr="127.0.0.1:$nport"
+
+  bport=$(free_port)
+  local store="$dir/store"
+  cat >"$dir/broker.conf" <<CONF
+brokerClusterName=BenchCluster
+brokerName=bench-$kind
+brokerId=0
+brokerIP1=127.0.0.1
+namesrvAddr=$namesrv_addr
+listenPort=$bport
+storePathRootDir=$store
+storePathCommitLog=$store/commitlog
+mappedFileSizeCommitLog=$(( segment_mb << 20 ))
+flushDiskType=$flush
+autoCreateTopicEnable=true
+autoCreateSubscriptionGroup=true
+CONF
+  if [[ $kind == ours || $kind == ours-memlimit ]]; then
+    printf 'fastListenPort=%s\nhaListenPort=%s\n' $((bport - 2)) $((bport + 1)) >>"$dir/broker.conf"
+    local goenv=()
+    if [[ $kind == ours-memlimit ]]; then
+      goenv=(GOGC=off "GOMEMLIMIT=${heap_mb}MiB") # the Java heap's budget, collected only when reached
+    fi
+    env "${goenv[@]}" "$bin/broker" -c "$dir/broker.conf" >"$dir/broker.log" 2>&1 &
+  else
+    # ROCKETMQ_HOME with the compat suite's logback config (INFO to stdout, store at WARN).
+    local home="$dir/rocketmq-home"
+    mkdir -p "$home/conf" "$dir/tmp"
+    cp test/internal/procs/javahome/conf/*.xml "$home/conf/"
+    printf 'brokerIP2=127.0.0.1\nrocketmqHome=%s\n' "$home" >>"$dir/broker.conf"
+    local jvm=(
+      # bin/runbroker.sh's JDK 11 branch with the heap scaled from 8g/4g; -XX:-UseBiasedLocking
+      # left out: deprecated on JDK 17, where biased locking is off anyway.
+      -server "-Xms${heap_mb}m" "-Xmx${heap_mb}m" "-Xmn$((heap_mb / 2))m"
+      -XX:+UseG1GC -XX:G1HeapRegionSize=16m -XX:G1ReservePercent=25
+      -XX:InitiatingHeapOccupancyPercent=30 -XX:SoftRefLRUPolicyMSPerMB=0
+      "-Xlog:gc*=info,safepoint=info:file=$dir/gc.log:utctime,level,tags:filecount=5,filesize=30M"
+      -XX:-OmitStackTraceInFastThrow -XX:+AlwaysPreTouch
+      "-XX:MaxDirectMemorySize=$((heap_mb * 2))m" -XX:-UseLargePages
+      # 4.9.x on JDK 17: reflective access to direct buffers' cleaners (MappedFile).
+      --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+      --add-exports java.base/jdk.internal.ref=ALL-UNNAMED
+      -Djava.net.preferIPv4Stack=true
+      "-Duser.home=$dir" "-Drocketmq.home.dir=$home" "-Djava.io.tmpdir=$dir/tmp"
+      -cp "$home/conf:$lib/*"
+    )
+    printf '%s\n' "${jvm[@]}" >"$dir/jvm.args"
+    ROCKETMQ_HOME=$home "$java_bin" "${jvm[@]}" org.apache.rocketmq.broker.BrokerStartup \
+      -c "$dir/broker.conf" >"$dir/broker.log" 2>&1 &
+  fi
+  broker_pid=$!
+  pids+=("$broker_pid")
+  wait_ready "$broker_pid" "$dir/broker.log" "$bport" "$kind broker"
+  anon_sampler "$broker_pid" "$dir/anon-peak-kb" &
+  pids+=($!)
+  sleep 1 # let the first registration reach the name server
+}
+
+# summary_row file series -> "total TPS avg p99" from rmqbench's summary table
+summary_row() { awk -v s="$2" '$1 == s && NF == 10 {print $3, $4, $6, $8}' "$1" | tail -n 1; }
+send_errors() { sed -n 's/^send failed: \([0-9]*\), response failed: \([0-9]*\),.*/\1 \2/p' "$1" | awk '{print $1 + $2}'; }
+
+results="$work/results.tsv"
+: >"$results"
+record() { # kind workload flush threads tps avg p99 cpu_s rss_mib errors msgs machine_busy_s anon_mib
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"
+}
+
+run_producer() { # kind flush threads dir -> topic in $topic, stored count in $stored
+  local kind=$1 flush=$2 t=$3 dir=$4
+  topic="Bench_${flush%%_*}_w$t"
+  local out="$dir/producer-w$t"
+  local ok=0
+  for attempt in 1 2 3 4 5; do
+    if "$bin/rmqbench" producer -n "$namesrv_addr" -t "$topic" -c -q 8 -w "$t" -s "$size" -d "$warmup" \
+        >"$out.warmup.log" 2>&1; then
+      ok=1
+      break
+    fi
+    log "warm-up attempt $attempt failed ($(tail -n 1 "$out.warmup.log")); retrying"
+    sleep 2
+  done
+  [[ $ok == 1 ]] || die "producer warm-up failed; see $out.warmup.log"
+  local wtotal
+  wtotal=$(summary_row "$out.warmup.log" send | awk '{print $1}')
+  if [[ $flush == ASYNC_FLUSH && $do_consume == 1 ]]; then
+    # Warm the pull path too (the JIT, for Java) before the measured drain.
+    "$bin/rmqbench" consumer -n "$namesrv_addr" -t "$topic" -g "bench_warmup_w$t" -from-first \
+      -count "${wtotal:-1}" -d 60s >"$dir/consumer-w$t.warmup.log" 2>&1 ||
+      die "consumer warm-up failed; see $dir/consumer-w$t.warmup.log"
+  fi
+  local c0 c1 m0 m1
+  c0=$(cpu_ticks "$broker_pid") m0=$(machine_busy)
+  "$bin/rmqbench" producer -n "$namesrv_addr" -t "$topic" -w "$t" -s "$size" -d "$duration" >"$out.log" 2>&1 ||
+    die "producer failed; see $out.log"
+  c1=$(cpu_ticks "$broker_pid") m1=$(machine_busy)
+  local row total tps avg p99 errs cpu rss anon busy
+  row=$(summary_row "$out.log" send)
+  [[ -n $row ]] || die "no summary in $out.log"
+  read -r total tps avg p99 <<<"$row"
+  errs=$(send_errors "$out.log")
+  cpu=$(secs "$c0" "$c1")
+  rss=$(( $(hwm_kb "$broker_pid") / 1024 )) anon=$(( $(cat "$dir/anon-peak-kb") / 1024 ))
+  busy=$(secs "$m0" "$m1")
+  record "$kind" produce "$flush" "$t" "$tps" "$avg" "$p99" "$cpu" "$rss" "${errs:-0}" "$total" "$busy" "$anon"
+  log "  $kind $flush produce w=$t: $tps TPS, avg $avg ms, p99 $p99 ms, broker CPU ${cpu}s (machine ${busy}s), peak RSS ${rss} MiB (anon ${anon}), errors ${errs:-0}"
+  stored=$(( total + ${wtotal:-0} ))
+}
+
+run_consumer() { # kind flush threads dir (topic, stored from run_producer)
+  local kind=$1 flush=$2 t=$3 dir=$4
+  local out="$dir/consumer-w$t.log"
+  local c0 c1 m0 m1
+  c0=$(cpu_ticks "$broker_pid") m0=$(machine_busy)
+  "$bin/rmqbench" consumer -n "$namesrv_addr" -t "$topic" -g "bench_consumer_w$t" -from-first \
+    -count "$stored" -d 300s >"$out" 2>&1 || die "consumer failed; see $out"
+  c1=$(cpu_ticks "$broker_pid") m1=$(machine_busy)
+  local row total tps avg p99 cpu rss anon fails busy
+  row=$(summary_row "$out" S2C)
+  [[ -n $row ]] || die "no summary in $out"
+  read -r total tps avg p99 <<<"$row"
+  fails=$(sed -n 's/.*pull failed: \([0-9]*\).*/\1/p' "$out" | tail -n 1)
+  (( total >= stored )) || log "  warning: consumer got $total of $stored messages"
+  cpu=$(secs "$c0" "$c1")
+  rss=$(( $(hwm_kb "$broker_pid") / 1024 )) anon=$(( $(cat "$dir/anon-peak-kb") / 1024 ))
+  busy=$(secs "$m0" "$m1")
+  # Drained long after they were stored, so the consumer's latencies mean nothing here.
+  record "$kind" consume "$flush" "$t" "$tps" "-" "-" "$cpu" "$rss" "${fails:-0}" "$total" "$busy" "$anon"
+  log "  $kind $flush consume (topic of w=$t, $total msgs): $tps TPS, broker CPU ${cpu}s (machine ${busy}s), peak RSS ${rss} MiB (anon ${anon})"
+}
+
+# --- 3. The runs -----------------------------------------------------------------------------
+flushes="ASYNC_FLUSH"
+[[ $do_sync == 1 ]] && flushes="ASYNC_FLUSH SYNC_FLUSH"
+
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+for kind in $brokers; do
+  for flush in $flushes; do
+    dir="$work/$kind-$flush"
+    log "$kind broker, $flush (work dir $dir)"
+    start_cluster "$kind" "$flush" "$dir"
+    for t in $threads_list; do
+      run_producer "$kind" "$flush" "$t" "$dir"
+      if [[ $flush == ASYNC_FLUSH && $do_consume == 1 ]]; then
+        run_consumer "$kind" "$flush" "$t" "$dir"
+      fi
+    done
+    stop_all
+  done
+done
+
+# --- 4. The table -------------------------------------------------------------------------
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+mem_gib=$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)
+java_version=$("$java_bin" -version 2>&1 | head -n 1 || true)
+go_version=$(go version 2>/dev/null | awk '{print $3}' || true)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+
+table() {
+  echo "Machine: $(nproc) CPUs ($cpu_model), ${mem_gib} GiB RAM, Linux $(uname -r); load average at the end $load."
+  echo "Software: our broker built with ${go_version:-go}; Java broker Apache RocketMQ 4.9.7 on $java_version,"
+  echo "heap -Xms${heap_mb}m -Xmx${heap_mb}m -Xmn$((heap_mb / 2))m (runbroker.sh options otherwise). Each broker: our name server,"
+  echo "fresh store, ${segment_mb} MiB commitlog segments, autoCreateTopicEnable, loopback, rmqbench on the same machine."
+  echo "Workload: ${size}-byte bodies, sync sends, ${warmup} warm-up then ${duration} measured, topic of 8 queues;"
+  echo "consume = draining that topic from its first offset (8 pullers, 32 per pull). Started $started."
+  if [[ " $brokers " == *" ours-memlimit "* ]]; then
+    echo "ours-memlimit = our broker run with GOGC=off GOMEMLIMIT=${heap_mb}MiB (the Java heap's budget)."
+  fi
+  echo
+  awk -F'\t' -v kinds="$brokers" '
+    { key = $2 SUBSEP $3 SUBSEP $4
+      if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+      for (i = 5; i <= 13; i++) v[$1, key, i] = $i }
+    function ratio(a, b) { return (a == "" || b == "" || a == "-" || b == "-" || b + 0 == 0) ? "" : sprintf("%.2f", a / b) }
+    function cell(x) { return x == "" ? "n/a" : x }
+    function value(kind, key, c) {
+      if (c > 0) return v[kind, key, c]
+      # CPU per message
+      return v[kind, key, 11] > 0 ? sprintf("%.1f", v[kind, key, 8] * 1e6 / v[kind, key, 11]) : ""
+    }
+    END {
+      nk = split(kinds, kind, " ")
+      label["ours"] = "ours"; label["ours-memlimit"] = "ours-memlimit"; label["java"] = "Java 4.9.7"
+      hasjava = 0
+      for (i = 1; i <= nk; i++) if (kind[i] == "java") hasjava = 1
+      head = "| workload | flush | threads | metric |"; rule = "|---|---|---:|---|"
+      for (i = 1; i <= nk; i++) { head = head " " label[kind[i]] " |"; rule = rule "---:|" }
+      for (i = 1; i <= nk; i++) if (hasjava && kind[i] != "java") { head = head " " label[kind[i]] " / Java |"; rule = rule "---:|" }
+      print head; print rule
+      split("TPS|avg latency (ms)|p99 latency (ms)|broker CPU (s)|broker CPU per msg (µs)|broker peak RSS (MiB)|broker peak anon RSS (MiB)|errors|machine CPU busy (s)", names, "|")
+      split("5|6|7|8|0|9|13|10|12", cols, "|")
+      for (k = 1; k <= n; k++) {
+        split(order[k], f, SUBSEP)
+        wl = f[1] == "produce" ? "produce" : "consume (drain)"
+        for (m = 1; m <= 9; m++) {
+          if (f[1] == "consume" && (m == 2 || m == 3)) continue
+          line = "| " wl " | " f[2] " | " f[3] " | " names[m] " |"
+          any = 0
+          for (i = 1; i <= nk; i++) {
+            x = value(kind[i], order[k], cols[m] + 0)
+            if (x + 0 != 0) any = 1
+            line = line " " cell(x) " |"
+          }
+          if (m == 8 && !any) continue # errors: only when there were some
+          for (i = 1; i <= nk; i++) if (hasjava && kind[i] != "java")
+            line = line " " (m >= 8 ? "" : ratio(value(kind[i], order[k], cols[m] + 0), value("java", order[k], cols[m] + 0))) " |"
+          print line
+        }
+      }
+    }' "$results"
+  echo
+  echo "TPS: above 1 means ours is faster. Latency, CPU, RSS: below 1 means ours uses less."
+  echo "Broker CPU = utime+stime of the broker process during the measured run; peak RSS = VmHWM since that broker started,"
+  echo "which includes the mmapped commitlog pages it touched; peak anon RSS = the highest RssAnon (heap, stacks, direct"
+  echo "buffers; sampled every 0.2 s) since that broker started; Java's includes its pre-touched heap (AlwaysPreTouch);"
+  echo "machine CPU busy = all processes on all CPUs during the run (broker + rmqbench + anything else running)."
+}
+
+table | tee "${BENCH_OUT:-/dev/null}"
