@@ -126,14 +126,14 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		}
 	}
 	if sa, ok := b.store.(storeAdapter); ok {
-		b.sched, err = schedule.New(sa.s, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
+		b.sched, err = schedule.New(notifyingStore{sa.s, b.notifyHA}, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
 			log.Warn(fmt.Sprintf(format, args...), "component", "schedule")
 		}})
 		if err != nil {
 			b.store.Close()
 			return nil, err
 		}
-		b.txn = transaction.New(sa.s, b.offsets, b.checkTransaction, transaction.Config{
+		b.txn = transaction.New(notifyingStore{sa.s, b.notifyHA}, b.offsets, b.checkTransaction, transaction.Config{
 			FileReservedTime:   time.Duration(cfg.FileReservedTime) * time.Hour,
 			CheckInterval:      time.Duration(cfg.TransactionCheckInterval) * time.Millisecond,
 			TransactionTimeout: time.Duration(cfg.TransactionTimeOut) * time.Millisecond,

@@ -100,3 +100,19 @@ func (a storeAdapter) CleanExpiredConsumeQueues() int { return a.s.CleanExpiredC
 func (a storeAdapter) CleanUnusedTopics(keep func(string) bool) []string {
 	return a.s.CleanUnusedTopics(keep)
 }
+
+// notifyingStore is broker/store as the schedule and transaction services see it: their
+// puts (due delayed messages, committed half messages) wake replication at once, as the
+// send path's do, instead of at the HA writers' next 100 ms poll.
+type notifyingStore struct {
+	*store.Store
+	notify func()
+}
+
+func (s notifyingStore) PutMessage(m *message.Message) (*store.PutResult, error) {
+	r, err := s.Store.PutMessage(m)
+	if err == nil {
+		s.notify()
+	}
+	return r, err
+}
