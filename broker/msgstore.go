@@ -27,11 +27,32 @@ type GetResult struct {
 	NextBeginOffset int64
 	MinOffset       int64
 	MaxOffset       int64
-	Body            []byte // the raw commitlog records, concatenated
-	Count           int    // records in Body
+	Body            []byte   // the raw commitlog records, concatenated, or
+	Parts           [][]byte // the records as slices of the store, valid until Release
+	Count           int      // records in Body or Parts
+	// Release, when set, gives back to the store what keeps Parts valid. The reader calls
+	// it exactly once, when it no longer uses them.
+	Release func()
 	// SuggestPullingFromSlave: the reader lags so far behind the tail that its data is no
 	// longer in memory.
 	SuggestPullingFromSlave bool
+}
+
+// BodyLen is the size of the records read.
+func (r *GetResult) BodyLen() int {
+	n := len(r.Body)
+	for _, p := range r.Parts {
+		n += len(p)
+	}
+	return n
+}
+
+// release runs Release unless it has run or been handed on.
+func (r *GetResult) release() {
+	if f := r.Release; f != nil {
+		r.Release = nil
+		f()
+	}
 }
 
 // MessageFilter selects messages during a read, by consume-queue tag hash first and

@@ -107,6 +107,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "get message failed: "+err.Error())
 	}
+	defer res.release() // unless handed to the response below
 	if correctionWithheld(res.Status, c) {
 		res.NextBeginOffset = h.QueueOffset
 	}
@@ -136,8 +137,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 
 	switch resp.Code {
 	case remoting.Success:
-		resp.Body = res.Body
-		b.stats.groupGet(h.ConsumerGroup, h.Topic, res.Count, len(res.Body))
+		// The records go out as they are in the store; the connection's writer releases
+		// them once written (or dropped).
+		resp.Body, resp.BodyParts = res.Body, res.Parts
+		resp.OnWritten, res.Release = res.Release, nil
+		b.stats.groupGet(h.ConsumerGroup, h.Topic, res.Count, res.BodyLen())
 	case remoting.PullNotFound:
 		if allowSuspend && h.SysFlag&pullSuspend != 0 {
 			b.hold(conn, req, &h, f, c)
@@ -158,6 +162,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 // registered (registered); a SQL92 expression that compiles is refused with
 // SYSTEM_ERROR unless enablePropertyFilter is set.
 func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, registered bool, c config.Config) (MessageFilter, *remoting.Command) {
+	if (exprType == "" || exprType == filter.TypeTag) && (expr == "" || expr == filter.SubAll) {
+		return nil, nil // every message: the common case needs no filter built
+	}
 	f, err := filter.New(exprType, expr)
 	if err != nil {
 		if registered && exprType != "" && exprType != filter.TypeTag {

@@ -24,19 +24,20 @@ func (a storeAdapter) AppendMessages(msgs []*message.Message) (*store.PutResult,
 	return a.s.AppendMessages(msgs)
 }
 
+// GetMessages hands out the records in place, as slices of the commitlog mapping that
+// the store keeps mapped until Release: a pull's response is written from them without
+// a copy.
 func (a storeAdapter) GetMessages(topic string, qid int32, offset int64, maxMsgs int, filter MessageFilter) (*GetResult, error) {
 	r := a.s.GetMessage(topic, qid, offset, maxMsgs, 0, filter)
-	defer r.Release()
 	out := &GetResult{
 		Status: r.Status, NextBeginOffset: r.NextBeginOffset, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset,
 		Count: len(r.Messages), SuggestPullingFromSlave: r.SuggestPullingFromSlave,
 	}
-	if len(r.Messages) > 0 {
-		out.Body = make([]byte, 0, r.BufferTotalSize)
-		for _, m := range r.Messages {
-			out.Body = append(out.Body, m...)
-		}
+	if len(r.Messages) == 0 {
+		r.Release()
+		return out, nil
 	}
+	out.Parts, out.Release = r.Messages, r.Release
 	return out, nil
 }
 

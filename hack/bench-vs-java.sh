@@ -33,7 +33,7 @@
 #
 # BENCH_BROKERS may also name "ours-memlimit": our broker with GOGC=off and
 # GOMEMLIMIT=BENCH_JAVA_HEAP_MB MiB, i.e. the Java heap's memory budget, collected only when
-# it is reached (the default GOGC=100 collects every time a ~10 MiB live heap doubles).
+# it is reached (bin/broker's own default is GOGC=400 with a soft limit of half the memory).
 #
 # Environment: BENCH_BROKERS ("ours java"), BENCH_THREADS ("16 64"), BENCH_SIZE (1024),
 # BENCH_DURATION (20s), BENCH_WARMUP (5s), BENCH_SYNC_FLUSH (1: also run the producer with

@@ -68,7 +68,8 @@ type GetResult struct {
 	MinOffset               int64
 	MaxOffset               int64
 	SuggestPullingFromSlave bool
-	held                    []*mmapfile.File
+	held                    []*mmapfile.File // one reference per segment read
+	heldBuf                 [2]*mmapfile.File
 }
 
 // Release drops the references that keep Messages mapped.
@@ -165,8 +166,17 @@ func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgs, m
 			}
 			continue
 		}
+		if r.Messages == nil {
+			// Sized for a whole batch at once: no regrowth on the pull path.
+			r.Messages = make([][]byte, 0, min(maxMsgs, max(s.cfg.MaxTransferCountOnMessageInMemory, 1)))
+			r.held = r.heldBuf[:0]
+		}
 		r.Messages = append(r.Messages, rec)
-		r.held = append(r.held, seg)
+		if k := len(r.held); k > 0 && r.held[k-1] == seg {
+			seg.Release() // the batch already holds this segment
+		} else {
+			r.held = append(r.held, seg)
+		}
 		r.BufferTotalSize += len(rec)
 		r.Status = Found
 		n++
@@ -195,4 +205,17 @@ func (s *Store) batchFull(size, total, count, maxBytes int, inDisk bool) bool {
 func (s *Store) nextFileOffset(cq *consumeQueue, off int64) int64 {
 	per := int64(cq.fileSize / CQEntrySize)
 	return off - off%per + per
+}
+
+// CommitLogReaders returns how many read references (GetResult, raw reads) hold each
+// commitlog segment, oldest first: all zero once every read was released. For tests
+// of the readers that hand the mapped records on.
+func (s *Store) CommitLogReaders() []int64 {
+	s.cl.mu.RLock()
+	defer s.cl.mu.RUnlock()
+	out := make([]int64, len(s.cl.segs))
+	for i, f := range s.cl.segs {
+		out[i] = max(f.Refs()-1, 0) // less the owner's reference
+	}
+	return out
 }

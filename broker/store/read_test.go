@@ -319,3 +319,41 @@ func TestOffsetInQueueByTimeFirstAtOrAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestGetMessageHoldsEachSegmentOnce: a read keeps one reference per commitlog segment
+// its records lie in, which keeps them mapped until Release.
+func TestGetMessageHoldsEachSegmentOnce(t *testing.T) {
+	s := mustOpen(t, testConfig(t)) // 64 KiB segments
+	defer s.Close()
+	big := strings.Repeat("x", 4<<10)
+	for i := range 40 {
+		mustPut(t, s, newMsg("T", 0, fmt.Sprintf("%02d%s", i, big), nil))
+	}
+	waitDispatched(t, s)
+	r := s.GetMessage("T", 0, 0, 32, 0, nil)
+	if r.Status != Found || len(r.Messages) != 32 {
+		t.Fatalf("status %v, %d messages", r.Status, len(r.Messages))
+	}
+	for i, b := range r.Messages {
+		if m, err := message.DecodeRecord(b, true); err != nil || string(m.Body[:2]) != fmt.Sprintf("%02d", i) {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	readers := s.CommitLogReaders()
+	held := 0
+	for _, n := range readers {
+		if n > 1 {
+			t.Fatalf("a segment held %d times by one read: %v", n, readers)
+		}
+		held += int(n)
+	}
+	if held != len(r.held) || held < 2 {
+		t.Fatalf("readers %v, held %d segments; want the 32 records' 2+ segments once each", readers, len(r.held))
+	}
+	r.Release()
+	for i, n := range s.CommitLogReaders() {
+		if n != 0 {
+			t.Fatalf("segment %d still held %d times after Release", i, n)
+		}
+	}
+}

@@ -6,17 +6,24 @@
 // -n overrides namesrvAddr. "broker -p" prints the effective configuration and exits.
 // SIGTERM or SIGINT stops it cleanly: offsets and configs are persisted, the store is
 // flushed and marked clean, and the broker unregisters from its name servers.
+// Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400 and a soft memory limit of
+// half the memory (see tuneGC).
 package main
 
 import (
 	"github.com/openrmq/rocketmq-operator/pkg/properties"
 
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,6 +75,8 @@ func run() int {
 		return 0
 	}
 
+	tuneGC(log)
+
 	// Catch signals before announcing the boot, so a stop right after it is graceful
 	// (as in cmd/namesrv).
 	sig := make(chan os.Signal, 1)
@@ -92,6 +101,72 @@ func run() int {
 	if err := b.Shutdown(ctx); err != nil {
 		log.Error("shutdown", "err", err)
 		return 1
+	}
+	return 0
+}
+
+// defaultGOGC: the broker's live heap is a few MiB, so Go's default GOGC=100 starts a
+// GC cycle every few MiB allocated. At 400, 1 KiB sync sends cost ~14 % less
+// broker CPU per message and a drain 5-12 % less, for ~20-25 MiB of memory instead of
+// ~8; 800 saves a few % more for twice that (docs/benchmarks.md).
+const defaultGOGC = 400
+
+// tuneGC sets the GC defaults unless GOGC or GOMEMLIMIT is in the environment, which
+// then rule as Go defines. The soft memory limit, half the memory (the cgroup's limit
+// or RAM), keeps the higher GOGC from growing a large live heap fivefold: it makes the
+// GC run more often than Go's default only past a live heap of a quarter of memory.
+func tuneGC(log *slog.Logger) {
+	_, gogc := os.LookupEnv("GOGC")
+	_, memlimit := os.LookupEnv("GOMEMLIMIT")
+	if gogc || memlimit {
+		log.Info("garbage collector as set in the environment",
+			"GOGC", os.Getenv("GOGC"), "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
+		return
+	}
+	debug.SetGCPercent(defaultGOGC)
+	mem, from := memoryAvailable()
+	if mem <= 0 {
+		log.Info("garbage collector", "GOGC", defaultGOGC, "GOMEMLIMIT", "none (memory size unknown)")
+		return
+	}
+	debug.SetMemoryLimit(mem / 2)
+	log.Info("garbage collector (set GOGC or GOMEMLIMIT to override)", "GOGC", defaultGOGC,
+		"GOMEMLIMIT", fmt.Sprintf("%dMiB", mem/2>>20), "memory", fmt.Sprintf("%dMiB (%s)", mem>>20, from))
+}
+
+// memoryAvailable returns the memory this process may use: its cgroup's limit when
+// there is one below the RAM, else the RAM; 0 when unknown.
+func memoryAvailable() (int64, string) {
+	ram := memTotal()
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64) // "max": no limit
+		if err == nil && n > 0 && n < math.MaxInt64/2 && (ram == 0 || n < ram) {
+			return n, "cgroup limit"
+		}
+	}
+	return ram, "RAM"
+}
+
+// memTotal is MemTotal from /proc/meminfo in bytes, or 0.
+func memTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
 	}
 	return 0
 }

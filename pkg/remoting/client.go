@@ -15,6 +15,15 @@ type ClientConfig struct {
 	DialTimeout  time.Duration // [3s]
 	MaxFrameSize int           // [DefaultMaxFrameSize]
 	Logger       *slog.Logger  // [slog.Default()]
+
+	// BeforeSend, when set, sees every request Invoke, InvokeAsync and InvokeOneway send,
+	// just before it is written, and may change it: the Java client's
+	// RPCHook.doBeforeRequest. Signing requests for a broker with ACL is its purpose (see
+	// pkg/admin's Signer): it runs last, on the request as it goes out, so whatever it
+	// adds to the ext fields reaches the peer. It runs on the caller's goroutine, possibly
+	// on several at once. Requests written on a Conn taken from Client.Conn, and responses
+	// to the requests servers send this client, do not pass through it.
+	BeforeSend func(req *Command)
 }
 
 // Client invokes requests on remote servers, keeping one connection per address, and
@@ -56,6 +65,17 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 }
 
+// Config returns the client's configuration, defaults filled in: a client of the same
+// kind, say one signing with other credentials, can be made from it.
+func (cl *Client) Config() ClientConfig { return cl.cfg }
+
+// beforeSend runs the BeforeSend hook on req, if there is one.
+func (cl *Client) beforeSend(req *Command) {
+	if cl.cfg.BeforeSend != nil {
+		cl.cfg.BeforeSend(req)
+	}
+}
+
 // Handle serves requests with code that servers send to this client.
 func (cl *Client) Handle(code int16, h Handler) {
 	cl.mu.Lock()
@@ -67,8 +87,10 @@ func (cl *Client) Handle(code int16, h Handler) {
 func (cl *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
 	c, err := cl.Conn(ctx, addr)
 	if err != nil {
+		req.Discard()
 		return nil, err
 	}
+	cl.beforeSend(req)
 	return c.Invoke(ctx, req)
 }
 
@@ -76,8 +98,10 @@ func (cl *Client) Invoke(ctx context.Context, addr string, req *Command) (*Comma
 func (cl *Client) InvokeAsync(ctx context.Context, addr string, req *Command, done func(*Command, error)) error {
 	c, err := cl.Conn(ctx, addr)
 	if err != nil {
+		req.Discard()
 		return err
 	}
+	cl.beforeSend(req)
 	return c.InvokeAsync(ctx, req, done)
 }
 
@@ -85,8 +109,10 @@ func (cl *Client) InvokeAsync(ctx context.Context, addr string, req *Command, do
 func (cl *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
 	c, err := cl.Conn(ctx, addr)
 	if err != nil {
+		req.Discard()
 		return err
 	}
+	cl.beforeSend(req)
 	return c.InvokeOnewayContext(ctx, req)
 }
 
@@ -165,6 +191,8 @@ func (cl *Client) dispatch(c *Conn, req *Command) {
 		}
 		if resp != nil && !req.IsOneway() {
 			sendResponse(cl.log, c, req, resp)
+		} else if resp != nil {
+			resp.Discard()
 		}
 	}()
 }

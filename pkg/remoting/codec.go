@@ -9,8 +9,8 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -34,43 +34,98 @@ var (
 	ErrFieldTooLong   = errors.New("remoting: header field too long for the binary header")
 )
 
-// Encode returns c as one frame, length field included, with its header in c.Serialize.
+// Encode returns c as one frame, length field included, with its header in c.Serialize
+// and its BodyParts copied in after Body.
 func Encode(c *Command) ([]byte, error) {
-	var header []byte
+	bp := frameBufs.Get().(*[]byte)
+	defer putFrameBuf(bp)
+	head, err := appendFrameHead((*bp)[:0], c)
+	*bp = head
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, len(head), len(head)+c.BodyLen()-len(c.Body))
+	copy(buf, head)
+	for _, p := range c.BodyParts {
+		buf = append(buf, p...)
+	}
+	return buf, nil
+}
+
+// appendFrameHead appends c's frame but its BodyParts to dst: the length field, which
+// counts them, the header and Body. On error dst comes back as it was.
+func appendFrameHead(dst []byte, c *Command) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0) // frame and header lengths, set below
+	var err error
 	switch c.Serialize {
 	case JSON:
-		var err error
-		if header, err = encodeJSONHeader(c); err != nil {
-			return nil, err
-		}
+		dst = appendJSONHeader(dst, c)
 	case Binary:
-		var err error
-		if header, err = encodeBinaryHeader(c); err != nil {
-			return nil, err
-		}
+		dst, err = appendBinaryHeader(dst, c)
 	default:
-		return nil, fmt.Errorf("%w: %d", ErrSerializeType, c.Serialize)
+		err = fmt.Errorf("%w: %d", ErrSerializeType, c.Serialize)
 	}
-	if len(header) > maxHeaderLength {
-		return nil, fmt.Errorf("%w: header of %d bytes", ErrHeaderTooLarge, len(header))
+	if err != nil {
+		return dst[:start], err
 	}
-	frameLen := headerLenFieldSize + len(header) + len(c.Body)
-	buf := make([]byte, lengthFieldSize+frameLen)
-	binary.BigEndian.PutUint32(buf, uint32(frameLen))
-	binary.BigEndian.PutUint32(buf[4:], uint32(c.Serialize)<<24|uint32(len(header)))
-	copy(buf[8:], header)
-	copy(buf[8+len(header):], c.Body)
-	return buf, nil
+	headerLen := len(dst) - start - lengthFieldSize - headerLenFieldSize
+	if headerLen > maxHeaderLength {
+		return dst[:start], fmt.Errorf("%w: header of %d bytes", ErrHeaderTooLarge, headerLen)
+	}
+	frameLen := headerLenFieldSize + headerLen + c.BodyLen()
+	binary.BigEndian.PutUint32(dst[start:], uint32(frameLen))
+	binary.BigEndian.PutUint32(dst[start+lengthFieldSize:], uint32(c.Serialize)<<24|uint32(headerLen))
+	return append(dst, c.Body...), nil
+}
+
+// frameBufs holds buffers for frame heads, which the writer gives back once written.
+var frameBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// maxPooledFrameBuf: larger buffers (a big Body) go to the garbage collector, not back
+// to the pool, lest every pooled buffer grow to the largest frame.
+const maxPooledFrameBuf = 64 << 10
+
+func putFrameBuf(bp *[]byte) {
+	if bp == nil || cap(*bp) > maxPooledFrameBuf {
+		return
+	}
+	*bp = (*bp)[:0]
+	frameBufs.Put(bp)
+}
+
+// headerSizeHint is about the size of c's header in either encoding.
+func headerSizeHint(c *Command) int {
+	n := 120 + len(c.Remark)
+	for k, v := range c.ExtFields {
+		n += len(k) + len(v) + 6
+	}
+	return n
+}
+
+// sortedKeys returns the keys of m in order, in buf when they fit.
+func sortedKeys(buf []string, m map[string]string) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // ReadFrame reads one frame from r and returns what follows its length field. A length
 // above maxSize fails with ErrFrameTooLarge before anything is allocated for it.
 func ReadFrame(r *bufio.Reader, maxSize int) ([]byte, error) {
-	var lenBuf [lengthFieldSize]byte
-	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+	// Peek, not ReadFull into an array: that array would escape, one allocation a frame.
+	lenBuf, err := r.Peek(lengthFieldSize)
+	if err != nil {
+		if len(lenBuf) > 0 && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(lenBuf[:])
+	n := binary.BigEndian.Uint32(lenBuf)
+	r.Discard(lengthFieldSize)
 	if uint64(n) > uint64(maxSize) {
 		return nil, fmt.Errorf("%w: %d > %d bytes", ErrFrameTooLarge, n, maxSize)
 	}
@@ -141,17 +196,16 @@ type jsonHeader struct {
 	Version   int16             `json:"version"`
 }
 
-// encodeJSONHeader writes the bytes json.Marshal writes for c's jsonHeader (keys in
-// field order, extFields sorted, strings escaped alike), several times faster.
+// encodeJSONHeader returns the bytes json.Marshal writes for c's jsonHeader.
 func encodeJSONHeader(c *Command) ([]byte, error) {
-	size := 120 + len(c.Remark)
-	keys := make([]string, 0, len(c.ExtFields))
-	for k, v := range c.ExtFields {
-		keys = append(keys, k)
-		size += len(k) + len(v) + 6
-	}
-	sort.Strings(keys)
-	b := make([]byte, 0, size)
+	return appendJSONHeader(make([]byte, 0, headerSizeHint(c)), c), nil
+}
+
+// appendJSONHeader appends the bytes json.Marshal writes for c's jsonHeader (keys in
+// field order, extFields sorted, strings escaped alike), several times faster.
+func appendJSONHeader(b []byte, c *Command) []byte {
+	var buf [32]string
+	keys := sortedKeys(buf[:], c.ExtFields)
 	b = append(b, `{"code":`...)
 	b = strconv.AppendInt(b, int64(c.Code), 10)
 	if len(keys) > 0 {
@@ -178,8 +232,7 @@ func encodeJSONHeader(c *Command) ([]byte, error) {
 	}
 	b = append(b, `,"serializeTypeCurrentRPC":"JSON","version":`...)
 	b = strconv.AppendInt(b, int64(c.Version), 10)
-	b = append(b, '}')
-	return b, nil
+	return append(b, '}')
 }
 
 // appendJSONString appends s quoted as encoding/json quotes it: short escapes for
@@ -283,20 +336,23 @@ func decodeJSONHeaderStd(b []byte) (*Command, error) {
 const maxBinaryKeyLength = math.MaxInt16
 
 func encodeBinaryHeader(c *Command) ([]byte, error) {
+	return appendBinaryHeader(nil, c)
+}
+
+func appendBinaryHeader(b []byte, c *Command) ([]byte, error) {
 	size := binaryHeaderMinSize + len(c.Remark)
-	keys := make([]string, 0, len(c.ExtFields))
 	for k, v := range c.ExtFields {
 		if len(k) > maxBinaryKeyLength {
-			return nil, fmt.Errorf("%w: key of %d bytes", ErrFieldTooLong, len(k))
+			return b, fmt.Errorf("%w: key of %d bytes", ErrFieldTooLong, len(k))
 		}
-		keys = append(keys, k)
 		size += 2 + len(k) + 4 + len(v)
 	}
 	if size > maxHeaderLength {
-		return nil, fmt.Errorf("%w: header of %d bytes", ErrHeaderTooLarge, size)
+		return b, fmt.Errorf("%w: header of %d bytes", ErrHeaderTooLarge, size)
 	}
-	sort.Strings(keys) // deterministic bytes, for fixtures and caches
-	b := make([]byte, 0, size)
+	var buf [32]string
+	keys := sortedKeys(buf[:], c.ExtFields) // deterministic bytes, for fixtures and caches
+	b = slices.Grow(b, size)
 	b = binary.BigEndian.AppendUint16(b, uint16(c.Code))
 	b = append(b, byte(c.Language))
 	b = binary.BigEndian.AppendUint16(b, uint16(c.Version))
@@ -320,6 +376,8 @@ func encodeBinaryHeader(c *Command) ([]byte, error) {
 // binaryReader reads the binary header's fields, remembering the first shortfall.
 type binaryReader struct {
 	b   []byte
+	src string // the whole header as a string, which strings slice
+	off int    // of b in src
 	err error
 }
 
@@ -333,6 +391,7 @@ func (r *binaryReader) next(n int) []byte {
 	}
 	v := r.b[:n]
 	r.b = r.b[n:]
+	r.off += n
 	return v
 }
 
@@ -357,10 +416,19 @@ func (r *binaryReader) u32() uint32 {
 	return 0
 }
 
-func (r *binaryReader) bytes32() []byte { return r.next(int(int32(r.u32()))) }
+// str reads n bytes as a string, without copying them again.
+func (r *binaryReader) str(n int) string {
+	start := r.off
+	if r.next(n) == nil {
+		return ""
+	}
+	return r.src[start:r.off]
+}
+
+func (r *binaryReader) str32() string { return r.str(int(int32(r.u32()))) }
 
 func decodeBinaryHeader(b []byte) (*Command, error) {
-	r := &binaryReader{b: b}
+	r := &binaryReader{b: b, src: string(b)} // one allocation for every string
 	c := &Command{
 		Code:     int16(r.u16()),
 		Language: LanguageCode(r.u8()),
@@ -368,18 +436,19 @@ func decodeBinaryHeader(b []byte) (*Command, error) {
 		Opaque:   int32(r.u32()),
 		Flag:     int32(r.u32()),
 	}
-	c.Remark = string(r.bytes32())
-	ext := &binaryReader{b: r.bytes32()}
+	c.Remark = r.str32()
+	extLen := int(int32(r.u32()))
+	ext := &binaryReader{src: r.src, off: r.off}
+	ext.b = r.next(extLen)
 	if r.err != nil {
 		return nil, r.err
 	}
 	c.ExtFields = make(map[string]string)
 	for len(ext.b) > 0 && ext.err == nil {
-		k := ext.next(int(int16(ext.u16()))) // Java reads a signed short
-
-		v := ext.bytes32()
+		k := ext.str(int(int16(ext.u16()))) // Java reads a signed short
+		v := ext.str32()
 		if ext.err == nil {
-			c.ExtFields[string(k)] = string(v)
+			c.ExtFields[k] = v
 		}
 	}
 	if ext.err != nil {

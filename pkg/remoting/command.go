@@ -82,6 +82,16 @@ type Command struct {
 	Remark    string
 	ExtFields map[string]string
 	Body      []byte
+	// BodyParts follow Body in the frame's body. Unlike Body, which is copied when the
+	// command is sent, they are written as they are by the connection's writer, so they
+	// must stay valid and unchanged until OnWritten runs (the broker's pulls: slices of
+	// the mapped commitlog).
+	BodyParts [][]byte
+	// OnWritten, when set, runs exactly once when a connection is done with the command:
+	// after its frame was written or failed to be, or when it is dropped unsent (closed
+	// connection, encode error, a response nobody waits for). Conn's sending methods
+	// take it over; a command that will not be sent must be given to Discard.
+	OnWritten func()
 
 	// Serialize is the header encoding: the one a decoded command arrived in, the one an
 	// encoded command is written in.
@@ -120,6 +130,23 @@ func (c *Command) NewResponse(code int16, remark string) *Command {
 	}
 }
 
+// BodyLen is the length of the body: Body and BodyParts.
+func (c *Command) BodyLen() int {
+	n := len(c.Body)
+	for _, p := range c.BodyParts {
+		n += len(p)
+	}
+	return n
+}
+
+// Discard runs OnWritten, if still due, for a command that will not be sent.
+func (c *Command) Discard() {
+	if f := c.OnWritten; f != nil {
+		c.OnWritten = nil
+		f()
+	}
+}
+
 // IsResponse reports whether c answers a request.
 func (c *Command) IsResponse() bool { return c.Flag&flagResponse != 0 }
 
@@ -145,5 +172,5 @@ func (c *Command) String() string {
 	if c.IsResponse() {
 		kind = "response"
 	}
-	return fmt.Sprintf("%s{code=%d opaque=%d remark=%q fields=%v body=%dB}", kind, c.Code, c.Opaque, c.Remark, c.ExtFields, len(c.Body))
+	return fmt.Sprintf("%s{code=%d opaque=%d remark=%q fields=%v body=%dB}", kind, c.Code, c.Opaque, c.Remark, c.ExtFields, c.BodyLen())
 }

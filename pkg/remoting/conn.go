@@ -28,12 +28,13 @@ type Conn struct {
 	// Writes go through a queue that one goroutine, writeLoop, drains with a single
 	// writev per round, so frames sent while a write is under way share the next one.
 	writeMu sync.Mutex
-	outq    net.Buffers   // frames waiting for writeLoop
-	spare   net.Buffers   // the slice writeLoop wrote last, reused for the queue
+	outq    []outFrame    // frames waiting for writeLoop
+	spare   []outFrame    // the slice writeLoop wrote last, reused for the queue
+	vec     net.Buffers   // writeLoop's iovecs, reused
 	writing bool          // writeLoop holds frames it has not finished writing
 	unsent  int           // bytes queued or being written
 	wake    chan struct{} // tells writeLoop the queue is not empty
-	flushed chan struct{} // closed and replaced whenever the queue drains
+	flushed chan struct{} // made by a waiter; closed and cleared when the queue drains
 
 	mu      sync.Mutex
 	pending map[int32]chan *Command
@@ -50,7 +51,6 @@ func newConn(nc net.Conn, maxFrame int, log *slog.Logger, dispatch func(*Conn, *
 		pending:  make(map[int32]chan *Command),
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
-		flushed:  make(chan struct{}),
 	}
 }
 
@@ -160,39 +160,46 @@ func (c *Conn) deliver(resp *Command) {
 
 // Send queues one command, a response or a request, to be written as a whole frame.
 // It fails when the connection is closed; a later write error closes the connection,
-// which fails its pending invocations.
+// which fails its pending invocations. Send and the Invoke methods run cmd's OnWritten
+// once they are done with it, whatever happens.
 func (c *Conn) Send(cmd *Command) error {
 	return c.send(context.Background(), cmd)
 }
 
 // send is Send that stops waiting for a slow peer when ctx ends.
 func (c *Conn) send(ctx context.Context, cmd *Command) error {
-	frame, err := Encode(cmd)
+	f, err := newOutFrame(cmd)
 	if err != nil {
 		return err
 	}
+	size := f.size()
 	c.writeMu.Lock()
 	for c.unsent >= maxUnsentBytes {
 		// The peer reads slower than we send: wait, rather than queue without bound.
-		flushed := c.flushed
+		flushed := c.flushedChan()
 		c.writeMu.Unlock()
 		select {
 		case <-flushed:
 		case <-c.done:
+			f.finish()
 			return c.Err()
 		case <-ctx.Done():
+			f.finish()
 			return c.timeout(ctx, cmd)
 		}
 		c.writeMu.Lock()
 	}
 	select {
 	case <-c.done:
+		// writeLoop may be gone: what it has not taken from the queue, it drops on its way
+		// out under writeMu, so a frame is queued only while it will still see it.
 		c.writeMu.Unlock()
+		f.finish()
 		return c.Err()
 	default:
 	}
-	c.outq = append(c.outq, frame)
-	c.unsent += len(frame)
+	c.outq = append(c.outq, f)
+	c.unsent += size
 	c.writeMu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -204,12 +211,19 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 // maxUnsentBytes is how much Send queues before it waits for the writer.
 const maxUnsentBytes = 4 << 20
 
-// writeLoop writes queued frames until the connection closes.
+// writeLoop writes queued frames until the connection closes, then drops the rest.
 func (c *Conn) writeLoop() {
 	for {
 		select {
 		case <-c.wake:
 		case <-c.done:
+			c.writeMu.Lock()
+			rest := c.outq
+			c.outq = nil
+			c.writeMu.Unlock()
+			for i := range rest {
+				rest[i].finish()
+			}
 			return
 		}
 		c.writeMu.Lock()
@@ -218,22 +232,41 @@ func (c *Conn) writeLoop() {
 		c.writing = true
 		c.writeMu.Unlock()
 
-		frames := batch // WriteTo consumes its receiver
-		n, err := frames.WriteTo(c.nc)
+		vec := c.vec[:0]
+		for i := range batch {
+			vec = append(vec, *batch[i].head)
+			vec = append(vec, batch[i].parts...)
+		}
+		bufs := vec // WriteTo consumes its receiver
+		n, err := bufs.WriteTo(c.nc)
 		if err != nil {
 			c.closeWith(fmt.Errorf("%w: write: %v", ErrClosed, err))
 		}
-		clear(batch) // let the frames go
+		clear(vec) // let the frames go
+		c.vec = vec[:0]
+		for i := range batch {
+			batch[i].finish()
+		}
+		clear(batch)
 		c.writeMu.Lock()
 		c.spare = batch[:0]
 		c.writing = false
 		c.unsent -= int(n)
-		if len(c.outq) == 0 {
+		if len(c.outq) == 0 && c.flushed != nil {
 			close(c.flushed)
-			c.flushed = make(chan struct{})
+			c.flushed = nil
 		}
 		c.writeMu.Unlock()
 	}
+}
+
+// flushedChan returns the channel closed when the queue next drains; writeMu is held.
+// Made only when someone waits: most write rounds have no waiter.
+func (c *Conn) flushedChan() chan struct{} {
+	if c.flushed == nil {
+		c.flushed = make(chan struct{})
+	}
+	return c.flushed
 }
 
 // flush waits until everything queued so far is written, the connection closes, or
@@ -244,7 +277,7 @@ func (c *Conn) flush(ctx context.Context) {
 		c.writeMu.Unlock()
 		return
 	}
-	flushed := c.flushed
+	flushed := c.flushedChan()
 	c.writeMu.Unlock()
 	select {
 	case <-flushed:
@@ -257,6 +290,7 @@ func (c *Conn) flush(ctx context.Context) {
 func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	ch, err := c.register(req.Opaque)
 	if err != nil {
+		req.Discard()
 		return nil, err
 	}
 	if err := c.send(ctx, req); err != nil {
@@ -288,6 +322,7 @@ func (c *Conn) timeout(ctx context.Context, req *Command) error {
 func (c *Conn) InvokeAsync(ctx context.Context, req *Command, done func(*Command, error)) error {
 	ch, err := c.register(req.Opaque)
 	if err != nil {
+		req.Discard()
 		return err
 	}
 	if err := c.send(ctx, req); err != nil {
@@ -338,4 +373,44 @@ func (c *Conn) unregister(opaque int32) {
 	c.mu.Lock()
 	delete(c.pending, opaque)
 	c.mu.Unlock()
+}
+
+// outFrame is a queued frame: its head (length fields, header and Body) in a pooled
+// buffer, then BodyParts as they are, and what to run once written.
+type outFrame struct {
+	head  *[]byte
+	parts [][]byte
+	done  func()
+}
+
+// newOutFrame encodes cmd's head and takes over its OnWritten, which it runs at once
+// when cmd cannot be encoded.
+func newOutFrame(cmd *Command) (outFrame, error) {
+	bp := frameBufs.Get().(*[]byte)
+	head, err := appendFrameHead((*bp)[:0], cmd)
+	*bp = head
+	f := outFrame{head: bp, parts: cmd.BodyParts, done: cmd.OnWritten}
+	cmd.OnWritten = nil
+	if err != nil {
+		f.finish()
+		return outFrame{}, err
+	}
+	return f, nil
+}
+
+func (f *outFrame) size() int {
+	n := len(*f.head)
+	for _, p := range f.parts {
+		n += len(p)
+	}
+	return n
+}
+
+// finish gives back the frame's buffer and runs its OnWritten.
+func (f *outFrame) finish() {
+	putFrameBuf(f.head)
+	if f.done != nil {
+		f.done()
+	}
+	*f = outFrame{}
 }

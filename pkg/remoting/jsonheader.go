@@ -12,7 +12,9 @@ import (
 // nulls where encoding/json would keep a zero value. decodeJSONHeader then falls back to
 // encoding/json, so the result is always encoding/json's.
 func decodeJSONHeaderFast(b []byte) (*Command, bool) {
-	s := jsonScanner{b: b}
+	// One string for the whole header, which keys and values slice: one allocation
+	// instead of one per string.
+	s := jsonScanner{b: b, src: string(b)}
 	if !s.consume('{') {
 		return nil, false
 	}
@@ -112,8 +114,9 @@ func decodeJSONHeaderFast(b []byte) (*Command, bool) {
 
 // jsonScanner reads the subset of JSON decodeJSONHeaderFast accepts.
 type jsonScanner struct {
-	b []byte
-	i int
+	b   []byte
+	src string // b as a string
+	i   int
 }
 
 func (s *jsonScanner) skipSpace() {
@@ -191,7 +194,7 @@ func (s *jsonScanner) str() (string, bool) {
 			if !utf8.Valid(raw) {
 				return "", false
 			}
-			return string(raw), true
+			return s.src[start : s.i-1], true
 		case c == '\\':
 			return s.unescape(start)
 		case c < 0x20:

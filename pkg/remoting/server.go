@@ -242,7 +242,11 @@ func (s *Server) ReplyLater(c *Conn, req *Command, answer func() *Command) {
 }
 
 func (s *Server) reply(c *Conn, req, resp *Command) {
-	if resp == nil || req.IsOneway() {
+	if resp == nil {
+		return
+	}
+	if req.IsOneway() {
+		resp.Discard()
 		return
 	}
 	sendResponse(s.log, c, req, resp)

@@ -1,0 +1,122 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+)
+
+// benchBroker runs a broker holding a topic of one queue with n messages of 1 KiB.
+func benchBroker(b *testing.B, n int) (*Broker, *remoting.Client, string) {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c := config.Default()
+	c.BrokerName, c.BrokerIP1, c.ListenPort = "bench", "127.0.0.1", port
+	c.StorePathRootDir = b.TempDir()
+	c.MappedFileSizeCommitLog = 64 << 20
+	br, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	cl := remoting.NewClient(remoting.ClientConfig{})
+	b.Cleanup(func() {
+		cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		br.Shutdown(ctx)
+	})
+	body := make([]byte, 1024)
+	msgs := make([]*message.Message, 0, 32)
+	for i := 0; i < n; i += len(msgs) {
+		msgs = msgs[:0]
+		for j := i; j < min(n, i+32); j++ {
+			msgs = append(msgs, &message.Message{Topic: "PB", Body: body, BornTimestamp: time.Now().UnixMilli(),
+				BornHost: netip.MustParseAddrPort("127.0.0.1:1")})
+		}
+		if _, err := br.store.PutMessages(msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for br.store.MaxOffset("PB", 0) < int64(n) {
+		if time.Now().After(deadline) {
+			b.Fatal("messages not dispatched")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tc := protocol.NewTopicConfig("PB")
+	tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
+	if err := br.topics.Put(*tc); err != nil {
+		b.Fatal(err)
+	}
+	return br, cl, c.BrokerAddr()
+}
+
+func pullBenchFields(offset int64) map[string]string {
+	return map[string]string{
+		"consumerGroup": "bench", "topic": "PB", "queueId": "0", "queueOffset": strconv.FormatInt(offset, 10),
+		"maxMsgNums": "32", "sysFlag": strconv.Itoa(pullSubscription), "commitOffset": "0",
+		"suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG",
+	}
+}
+
+// BenchmarkPullHandler runs the pull handler for batches of 32 records of 1 KiB, without
+// the network: what a pull costs the broker up to the response it hands its connection.
+func BenchmarkPullHandler(b *testing.B) {
+	const n = 32 * 64
+	br, _, _ := benchBroker(b, n)
+	b.ReportAllocs()
+	b.SetBytes(32 * 1024)
+	off := int64(0)
+	for b.Loop() {
+		req := remoting.NewRequest(remoting.PullMessage, pullBenchFields(off), nil)
+		resp := br.pull(nil, req, false)
+		if resp.Code != remoting.Success || resp.BodyLen() < 32*1024 {
+			b.Fatalf("pull: %v", resp)
+		}
+		resp.Discard()
+		if off += 32; off >= n {
+			off = 0
+		}
+	}
+}
+
+// BenchmarkPullRoundTrip pulls batches of 32 records of 1 KiB over loopback TCP, client
+// included, as 8 pullers draining a topic do.
+func BenchmarkPullRoundTrip(b *testing.B) {
+	const n = 32 * 64
+	_, cl, addr := benchBroker(b, n)
+	b.ReportAllocs()
+	b.SetBytes(32 * 1024)
+	ctx := context.Background()
+	b.SetParallelism(4) // 8 pullers on 2 CPUs
+	b.RunParallel(func(pb *testing.PB) {
+		off := int64(0)
+		for pb.Next() {
+			resp, err := cl.Invoke(ctx, addr, remoting.NewRequest(remoting.PullMessage, pullBenchFields(off), nil))
+			if err != nil || resp.Code != remoting.Success {
+				b.Fatalf("pull: %v, %v", resp, err)
+			}
+			if off += 32; off >= n {
+				off = 0
+			}
+		}
+	})
+}
