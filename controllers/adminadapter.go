@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"io"
 
+	"github.com/openrmq/rocketmq-operator/pkg/acl"
 	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
@@ -12,7 +14,14 @@ import (
 // production admin (cmd/manager) and the one the loopback-broker specs use.
 type RemotingAdmin struct{ C *rmqadmin.Client }
 
-var _ BrokerAdmin = RemotingAdmin{}
+var _ CredentialedAdmin = RemotingAdmin{}
+
+// WithCredentials returns a RemotingAdmin whose requests are signed with creds, over
+// connections of its own (pkg/admin's Client.WithCredentials); the closer releases them.
+func (a RemotingAdmin) WithCredentials(creds acl.Credentials) (BrokerAdmin, io.Closer) {
+	c := a.C.WithCredentials(creds)
+	return RemotingAdmin{C: c}, c
+}
 
 // UpdateBrokerConfig implements BrokerAdmin.
 func (a RemotingAdmin) UpdateBrokerConfig(ctx context.Context, addr string, props map[string]string) error {

@@ -20,12 +20,15 @@ import (
 )
 
 // BrokerReconciler keeps a Broker's per-group StatefulSets and tells running brokers about
-// name-server changes through Admin.
+// name-server changes through Admin (signing for Brokers with ACL, through Admins).
 type BrokerReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Admin    BrokerAdmin
 	Recorder events.EventRecorder
+	// Admins picks the admin per Broker; SetupWithManager makes one from Admin when nil.
+	// Share one with the ConsumerGroup controller, as SetupAll does.
+	Admins *BrokerAdmins
 }
 
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers,verbs=get;list;watch;update;patch
@@ -41,16 +44,22 @@ type brokerStep func(ctx context.Context, br *v1alpha1.Broker, st *brokerState) 
 type brokerState struct {
 	namesrvAddr string
 	pods        map[string]*corev1.Pod
+	access      adminAccess
 }
 
 // Reconcile runs the checklist: resolve name servers, apply children, remove groups that
-// were scaled in, push a changed name-server list, then write the status.
+// were scaled in, pick the admin for the brokers (signing under spec.acl), push a changed
+// name-server list, then write the status.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.admins().Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !br.DeletionTimestamp.IsZero() {
+		r.admins().Forget(req.NamespacedName)
 		return ctrl.Result{}, nil // owner references and the StatefulSets' PVC policy clean up
 	}
 	orig := br.DeepCopy()
@@ -63,6 +72,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"ApplyFailed", r.applyChildren},
 		{"ScaleInFailed", r.removeScaledInGroups},
 		{"ObservePodsFailed", r.observePods},
+		{"AdminAccessFailed", r.resolveAdmin},
 		{"NameServerPushFailed", r.pushNameServers},
 		{"StatusFailed", r.observeWorkloads},
 	}
@@ -93,9 +103,35 @@ func (r *BrokerReconciler) applyChildren(ctx context.Context, br *v1alpha1.Broke
 	return 0, applyAll(ctx, r.Client, b.Builders())
 }
 
-// SetupWithManager watches Brokers, their children, their pods (for member readiness) and
-// the NameServers they reference (a replica change alters the address list).
+// resolveAdmin picks the admin for this Broker's calls and records the AdminAccess
+// condition. Missing or unusable credentials fail only the calls that need them.
+func (r *BrokerReconciler) resolveAdmin(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
+	acc, err := r.admins().For(ctx, br)
+	if err != nil {
+		return 0, err
+	}
+	st.access = acc
+	if setAdminAccess(&br.Status.Conditions, br.Generation, acc) && acc.Reason != ReasonSigned && acc.Reason != "" {
+		r.Recorder.Eventf(br, nil, corev1.EventTypeWarning, acc.Reason, "AdminAccess", "%s", acc.Message)
+	}
+	return 0, nil
+}
+
+func (r *BrokerReconciler) admins() *BrokerAdmins {
+	if r.Admins == nil {
+		r.Admins = NewBrokerAdmins(r.Admin, r.Client, r.Client)
+	}
+	return r.Admins
+}
+
+// SetupWithManager watches Brokers, their children, their pods (for member readiness), the
+// NameServers they reference (a replica change alters the address list) and the Secrets
+// spec.acl names (metadata only: a credentials change updates AdminAccess; the ACL file
+// itself reaches the pods through the kubelet).
 func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Admins == nil {
+		r.Admins = NewBrokerAdmins(r.Admin, mgr.GetClient(), mgr.GetAPIReader())
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Broker{}).
 		Owns(&appsv1.StatefulSet{}).
@@ -104,6 +140,10 @@ func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(brokerOfPod)).
 		Watches(&v1alpha1.NameServer{}, handler.EnqueueRequestsFromMapFunc(r.brokersOfNameServer)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, o client.Object) []reconcile.Request {
+				return requestsOf(brokersOfSecret(ctx, r.Client, o, false))
+			})).
 		Named("broker").
 		Complete(r)
 }

@@ -49,6 +49,9 @@ func (r *BrokerReconciler) pushNameServers(ctx context.Context, br *v1alpha1.Bro
 		br.Status.NameServerAddress = st.namesrvAddr // first rollout: pods boot with it
 		return 0, nil
 	}
+	if err := st.access.err(); err != nil {
+		return retryAfter, fmt.Errorf("namesrvAddr not pushed to the running brokers: %w", err)
+	}
 	var failed []string
 	pushed := 0
 	for _, name := range slices.Sorted(maps.Keys(st.pods)) {
@@ -57,7 +60,7 @@ func (r *BrokerReconciler) pushNameServers(ctx context.Context, br *v1alpha1.Bro
 			continue
 		}
 		addr := fmt.Sprintf("%s:%d", pod.Status.PodIP, br.Spec.ListenPort)
-		err := r.Admin.UpdateBrokerConfig(ctx, addr, map[string]string{resource.NamesrvAddrKey: st.namesrvAddr})
+		err := st.access.Admin.UpdateBrokerConfig(ctx, addr, map[string]string{resource.NamesrvAddrKey: st.namesrvAddr})
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
 			continue

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
 )
 
 // ConsumerGroupFinalizer is set while deletionPolicy is Delete, so the group can be removed
@@ -31,7 +33,10 @@ const LagRefresh = 30 * time.Second
 // ConsumerGroupReconciler keeps a subscription group on every master of a Broker.
 type ConsumerGroupReconciler struct {
 	client.Client
-	Admin    BrokerAdmin
+	Admin BrokerAdmin
+	// Admins picks the admin per Broker (signing for Brokers with ACL); SetupWithManager
+	// makes one from Admin when nil.
+	Admins   *BrokerAdmins
 	Resolver BrokerResolver
 	Recorder events.EventRecorder
 	// APIReader reads around the cache; offset changes check the applied id through it, so
@@ -49,11 +54,15 @@ type ConsumerGroupReconciler struct {
 // cgState carries what earlier steps found to later ones.
 type cgState struct {
 	group   string
+	broker  *v1alpha1.Broker
 	masters map[string]string // brokerName -> address
+	admin   BrokerAdmin       // for the Broker's calls: signed when it has ACL credentials
+	access  adminAccess
 }
 
-// Reconcile: fetch, deletion, finalizer, resolve masters, subscription group, offset
-// migration, offset reset (each once per id), lag, status; then requeue for the next lag.
+// Reconcile: fetch, deletion, finalizer, resolve masters and the admin (signing under the
+// Broker's spec.acl), subscription group, offset migration, offset reset (each once per
+// id), lag, status; then requeue for the next lag.
 func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cg := &v1alpha1.ConsumerGroup{}
 	if err := r.Get(ctx, req.NamespacedName, cg); err != nil {
@@ -71,6 +80,7 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		run    func(context.Context, *v1alpha1.ConsumerGroup, *cgState) (time.Duration, error)
 	}{
 		{"BrokerUnavailable", r.resolveMasters},
+		{"AdminCredentialsUnavailable", r.resolveAdmin},
 		{"SubscriptionGroupFailed", r.ensureGroup},
 		{"OffsetMigrationFailed", r.migrateOffsets},
 		{"OffsetResetFailed", r.resetOffsets},
@@ -79,6 +89,7 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	for _, s := range steps {
 		orig := cg.DeepCopy()
 		after, err := s.run(ctx, cg, st)
+		err = explainRefusal(err, st.access)
 		if err != nil || after > 0 {
 			degraded(&cg.Status.Conditions, cg.Generation, s.reason, err)
 			if err != nil {
@@ -186,8 +197,12 @@ func (r *ConsumerGroupReconciler) finalize(ctx context.Context, cg *v1alpha1.Con
 		if _, err := r.resolveMasters(ctx, cg, st); err != nil {
 			return err
 		}
+		if _, err := r.resolveAdmin(ctx, cg, st); err != nil {
+			return err
+		}
 		for _, name := range slices.Sorted(maps.Keys(st.masters)) {
-			if err := r.Admin.DeleteSubscriptionGroup(ctx, st.masters[name], st.group); err != nil {
+			if err := st.admin.DeleteSubscriptionGroup(ctx, st.masters[name], st.group); err != nil {
+				err = explainRefusal(err, st.access)
 				r.Recorder.Eventf(cg, nil, corev1.EventTypeWarning, "DeleteFailed", "DeleteSubscriptionGroup",
 					"deleting group %s on %s: %v", st.group, name, err)
 				return err
@@ -211,6 +226,7 @@ func (r *ConsumerGroupReconciler) resolveMasters(ctx context.Context, cg *v1alph
 		}
 		return 0, err
 	}
+	st.broker = br
 	masters, err := r.Resolver.Masters(ctx, br)
 	if err != nil {
 		return retryAfter, fmt.Errorf("resolving masters of Broker %q: %w", key.Name, err)
@@ -220,4 +236,34 @@ func (r *ConsumerGroupReconciler) resolveMasters(ctx context.Context, cg *v1alph
 	}
 	st.masters = masters
 	return 0, nil
+}
+
+// resolveAdmin picks the admin for the Broker's calls: signed with spec.acl's operator
+// credentials when it names them. Credentials that are missing or unusable fail the
+// reconcile with the reason; the Broker's AdminAccess condition says the same.
+func (r *ConsumerGroupReconciler) resolveAdmin(ctx context.Context, _ *v1alpha1.ConsumerGroup, st *cgState) (time.Duration, error) {
+	admins := r.Admins
+	if admins == nil {
+		admins = NewBrokerAdmins(r.Admin, r.Client, r.Client)
+		r.Admins = admins
+	}
+	acc, err := admins.For(ctx, st.broker)
+	if err != nil {
+		return 0, err
+	}
+	st.access = acc
+	if err := acc.err(); err != nil {
+		return retryAfter, fmt.Errorf("Broker %q: %w", st.broker.Name, err)
+	}
+	st.admin = acc.Admin
+	return 0, nil
+}
+
+// explainRefusal adds to a broker's refusal of an unsigned call why it was unsigned.
+func explainRefusal(err error, acc adminAccess) error {
+	var refused *rmqadmin.Error
+	if err == nil || acc.Reason != ReasonCredentialsNotSet || !errors.As(err, &refused) {
+		return err
+	}
+	return fmt.Errorf("%w (the call was unsigned: the Broker's %s)", err, acc.Message)
 }

@@ -44,15 +44,15 @@ func (r *ConsumerGroupReconciler) migrateOffsets(ctx context.Context, cg *v1alph
 	before, after := map[queueKey]int64{}, map[queueKey]int64{}
 	for _, name := range slices.Sorted(maps.Keys(st.masters)) {
 		addr := st.masters[name]
-		if err := r.collect(ctx, addr, st.group, m.Topic, before); err != nil {
+		if err := r.collect(ctx, st.admin, addr, st.group, m.Topic, before); err != nil {
 			return 0, err
 		}
-		if err := r.Admin.CloneGroupOffset(ctx, addr, m.FromGroup, st.group, m.Topic); err != nil {
+		if err := st.admin.CloneGroupOffset(ctx, addr, m.FromGroup, st.group, m.Topic); err != nil {
 			r.Recorder.Eventf(cg, nil, corev1.EventTypeWarning, "OffsetMigrationFailed", "CloneGroupOffset",
 				"migration %s from %s on %s: %v", m.ID, m.FromGroup, name, err)
 			return 0, fmt.Errorf("CLONE_GROUP_OFFSET on %s: %w", name, err)
 		}
-		if err := r.collect(ctx, addr, st.group, m.Topic, after); err != nil {
+		if err := r.collect(ctx, st.admin, addr, st.group, m.Topic, after); err != nil {
 			return 0, err
 		}
 	}
@@ -79,7 +79,7 @@ func (r *ConsumerGroupReconciler) resetOffsets(ctx context.Context, cg *v1alpha1
 	before, after := map[queueKey]int64{}, map[queueKey]int64{}
 	for _, name := range slices.Sorted(maps.Keys(st.masters)) {
 		addr := st.masters[name]
-		if err := r.collect(ctx, addr, st.group, rs.Topic, before); err != nil {
+		if err := r.collect(ctx, st.admin, addr, st.group, rs.Topic, before); err != nil {
 			return 0, err
 		}
 		topics := []string{rs.Topic}
@@ -87,7 +87,7 @@ func (r *ConsumerGroupReconciler) resetOffsets(ctx context.Context, cg *v1alpha1
 			topics = topicsOf(before, name)
 		}
 		for _, topic := range topics {
-			queues, err := r.Admin.ResetOffset(ctx, addr, topic, st.group, ts)
+			queues, err := st.admin.ResetOffset(ctx, addr, topic, st.group, ts)
 			if err != nil {
 				r.Recorder.Eventf(cg, nil, corev1.EventTypeWarning, "OffsetResetFailed", "ResetOffset",
 					"reset %s of topic %s on %s: %v", rs.ID, topic, name, err)
@@ -148,8 +148,8 @@ func describeTarget(rs *v1alpha1.OffsetReset) string {
 }
 
 // collect adds the group's consumer offsets on one broker to into.
-func (r *ConsumerGroupReconciler) collect(ctx context.Context, addr, group, topic string, into map[queueKey]int64) error {
-	queues, err := r.Admin.ConsumeStats(ctx, addr, group, topic)
+func (r *ConsumerGroupReconciler) collect(ctx context.Context, admin BrokerAdmin, addr, group, topic string, into map[queueKey]int64) error {
+	queues, err := admin.ConsumeStats(ctx, addr, group, topic)
 	if err != nil {
 		return fmt.Errorf("GET_CONSUME_STATS on %s: %w", addr, err)
 	}

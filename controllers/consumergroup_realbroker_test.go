@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/internal/testcluster"
+	"github.com/openrmq/rocketmq-operator/pkg/acl"
 	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
@@ -28,7 +30,8 @@ import (
 // admin (the remoting client); everything else goes to the recording fake and the
 // StatusResolver, so the fake-based specs see no difference.
 type loopbackEdge struct {
-	fake BrokerAdmin
+	routedAdmin // through pick
+	fake        BrokerAdmin
 
 	mu        sync.Mutex
 	admins    map[string]BrokerAdmin              // broker addr -> admin
@@ -36,13 +39,15 @@ type loopbackEdge struct {
 }
 
 var (
-	_ BrokerAdmin    = (*loopbackEdge)(nil)
-	_ BrokerResolver = (*loopbackEdge)(nil)
+	_ CredentialedAdmin = (*loopbackEdge)(nil)
+	_ BrokerResolver    = (*loopbackEdge)(nil)
 )
 
 func newLoopbackEdge(fake BrokerAdmin) *loopbackEdge {
-	return &loopbackEdge{fake: fake, admins: map[string]BrokerAdmin{},
+	e := &loopbackEdge{fake: fake, admins: map[string]BrokerAdmin{},
 		resolvers: map[client.ObjectKey]BrokerResolver{}}
+	e.routedAdmin = e.pick
+	return e
 }
 
 // route sends calls to addrs through a, and resolves the Broker resource key through r,
@@ -83,28 +88,76 @@ func (e *loopbackEdge) Masters(ctx context.Context, b *v1alpha1.Broker) (map[str
 	return r.Masters(ctx, b)
 }
 
-func (e *loopbackEdge) UpdateBrokerConfig(ctx context.Context, addr string, props map[string]string) error {
-	return e.pick(addr).UpdateBrokerConfig(ctx, addr, props)
+// WithCredentials signs as the admins it routes to do: a call to a routed address goes
+// through that admin's signing copy (RemotingAdmin: a signing remoting client), made once.
+func (e *loopbackEdge) WithCredentials(creds acl.Credentials) (BrokerAdmin, io.Closer) {
+	s := &signingEdge{e: e, creds: creds, signed: map[BrokerAdmin]BrokerAdmin{}}
+	s.routedAdmin = s.pick
+	return s, s
 }
 
-func (e *loopbackEdge) CreateOrUpdateSubscriptionGroup(ctx context.Context, addr string, cfg SubscriptionGroup) error {
-	return e.pick(addr).CreateOrUpdateSubscriptionGroup(ctx, addr, cfg)
+type signingEdge struct {
+	routedAdmin // through pick
+	e           *loopbackEdge
+	creds       acl.Credentials
+
+	mu      sync.Mutex
+	signed  map[BrokerAdmin]BrokerAdmin // routed admin -> its signing copy
+	closers []io.Closer
 }
 
-func (e *loopbackEdge) DeleteSubscriptionGroup(ctx context.Context, addr, group string) error {
-	return e.pick(addr).DeleteSubscriptionGroup(ctx, addr, group)
+func (s *signingEdge) pick(addr string) BrokerAdmin {
+	a := s.e.pick(addr)
+	ca, ok := a.(CredentialedAdmin)
+	if !ok {
+		return a
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if signed, ok := s.signed[a]; ok {
+		return signed
+	}
+	signed, closer := ca.WithCredentials(s.creds)
+	s.signed[a] = signed
+	s.closers = append(s.closers, closer)
+	return signed
 }
 
-func (e *loopbackEdge) ResetOffset(ctx context.Context, addr, topic, group string, ts int64) ([]QueueOffset, error) {
-	return e.pick(addr).ResetOffset(ctx, addr, topic, group, ts)
+func (s *signingEdge) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.closers {
+		_ = c.Close()
+	}
+	s.closers, s.signed = nil, map[BrokerAdmin]BrokerAdmin{}
+	return nil
 }
 
-func (e *loopbackEdge) CloneGroupOffset(ctx context.Context, addr, src, dst, topic string) error {
-	return e.pick(addr).CloneGroupOffset(ctx, addr, src, dst, topic)
+// routedAdmin sends each call to the admin it returns for the call's address.
+type routedAdmin func(addr string) BrokerAdmin
+
+func (r routedAdmin) UpdateBrokerConfig(ctx context.Context, addr string, props map[string]string) error {
+	return r(addr).UpdateBrokerConfig(ctx, addr, props)
 }
 
-func (e *loopbackEdge) ConsumeStats(ctx context.Context, addr, group, topic string) ([]QueueOffset, error) {
-	return e.pick(addr).ConsumeStats(ctx, addr, group, topic)
+func (r routedAdmin) CreateOrUpdateSubscriptionGroup(ctx context.Context, addr string, cfg SubscriptionGroup) error {
+	return r(addr).CreateOrUpdateSubscriptionGroup(ctx, addr, cfg)
+}
+
+func (r routedAdmin) DeleteSubscriptionGroup(ctx context.Context, addr, group string) error {
+	return r(addr).DeleteSubscriptionGroup(ctx, addr, group)
+}
+
+func (r routedAdmin) ResetOffset(ctx context.Context, addr, topic, group string, ts int64) ([]QueueOffset, error) {
+	return r(addr).ResetOffset(ctx, addr, topic, group, ts)
+}
+
+func (r routedAdmin) CloneGroupOffset(ctx context.Context, addr, src, dst, topic string) error {
+	return r(addr).CloneGroupOffset(ctx, addr, src, dst, topic)
+}
+
+func (r routedAdmin) ConsumeStats(ctx context.Context, addr, group, topic string) ([]QueueOffset, error) {
+	return r(addr).ConsumeStats(ctx, addr, group, topic)
 }
 
 // loopbackCluster is a name server and one master broker of our own, in-process on
@@ -116,10 +169,14 @@ type loopbackCluster struct {
 	admin               *rmqadmin.Client
 }
 
-func startLoopbackCluster() *loopbackCluster {
+// startLoopbackCluster starts the pair; edits adjust the broker's configuration further.
+func startLoopbackCluster(edits ...func(*brokerconfig.Config)) *loopbackCluster {
 	c := testcluster.Start(GinkgoT(), func(bc *brokerconfig.Config) {
 		bc.BrokerClusterName = "loopback"
 		bc.AutoCreateTopicEnable = false
+		for _, edit := range edits {
+			edit(bc)
+		}
 	})
 	lc := &loopbackCluster{cluster: c.ClusterName, brokerName: c.BrokerName, nsAddr: c.NamesrvAddr, brokerAddr: c.BrokerAddr}
 	lc.rc = remoting.NewClient(remoting.ClientConfig{})

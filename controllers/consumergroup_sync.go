@@ -41,7 +41,7 @@ func (r *ConsumerGroupReconciler) ensureGroup(ctx context.Context, cg *v1alpha1.
 		WhichBrokerWhenConsumeSlowly: 1,
 	}
 	for _, name := range names {
-		if err := r.Admin.CreateOrUpdateSubscriptionGroup(ctx, st.masters[name], cfg); err != nil {
+		if err := st.admin.CreateOrUpdateSubscriptionGroup(ctx, st.masters[name], cfg); err != nil {
 			r.Recorder.Eventf(cg, nil, corev1.EventTypeWarning, "SubscriptionGroupFailed",
 				"UpdateAndCreateSubscriptionGroup", "group %s on %s: %v", st.group, name, err)
 			return 0, fmt.Errorf("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on %s: %w", name, err)
@@ -58,7 +58,7 @@ func (r *ConsumerGroupReconciler) ensureGroup(ctx context.Context, cg *v1alpha1.
 func (r *ConsumerGroupReconciler) refreshLag(ctx context.Context, cg *v1alpha1.ConsumerGroup, st *cgState) (time.Duration, error) {
 	lag := map[string]int64{}
 	for _, name := range slices.Sorted(maps.Keys(st.masters)) {
-		queues, err := r.Admin.ConsumeStats(ctx, st.masters[name], st.group, "")
+		queues, err := st.admin.ConsumeStats(ctx, st.masters[name], st.group, "")
 		if err != nil {
 			return 0, fmt.Errorf("GET_CONSUME_STATS on %s: %w", name, err)
 		}
@@ -80,11 +80,17 @@ func (r *ConsumerGroupReconciler) refreshLag(ctx context.Context, cg *v1alpha1.C
 // SetupWithManager reconciles on spec changes only (GenerationChanged): the status writes
 // of the periodic lag refresh must not trigger another reconcile. Deletion bumps the
 // generation of an object with finalizers, so finalization still runs. A Broker change
-// (masters appearing) enqueues the groups that reference it.
+// (masters appearing) and a change of a Broker's operator credentials Secret enqueue the
+// groups that reference the Broker.
 func (r *ConsumerGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Admins == nil {
+		r.Admins = NewBrokerAdmins(r.Admin, mgr.GetClient(), mgr.GetAPIReader())
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ConsumerGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Broker{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfBroker)).
+		// A changed credentials Secret retries the groups of its Brokers at once.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.groupsOfSecret)).
 		Named("consumergroup").
 		Complete(r)
 }
@@ -99,6 +105,14 @@ func (r *ConsumerGroupReconciler) groupsOfBroker(ctx context.Context, o client.O
 		if g.Spec.BrokerRef.Name == o.GetName() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
 		}
+	}
+	return out
+}
+
+func (r *ConsumerGroupReconciler) groupsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, b := range brokersOfSecret(ctx, r.Client, o, true) {
+		out = append(out, r.groupsOfBroker(ctx, &b)...)
 	}
 	return out
 }

@@ -3,8 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+
+	"github.com/openrmq/rocketmq-operator/pkg/acl"
 )
 
 // fakeAdmin records every broker call; stats are served from a per-address table.
@@ -15,12 +18,40 @@ type fakeAdmin struct {
 	stats map[string][]QueueOffset
 	// fail makes calls to the named method fail.
 	fail map[string]error
+
+	// A signing copy (WithCredentials) records into parent, with the access key in As.
+	parent *fakeAdmin
+	as     string
+	signed []string // access keys WithCredentials was called with
 }
 
 type adminCall struct {
 	Method string
 	Addr   string
 	Args   string
+	As     string // the access key a signing copy signed with; "" unsigned
+}
+
+var _ CredentialedAdmin = (*fakeAdmin)(nil)
+
+// WithCredentials returns a copy that records into f, marking its calls with the key.
+func (f *fakeAdmin) WithCredentials(c acl.Credentials) (BrokerAdmin, io.Closer) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.signed = append(r.signed, c.AccessKey)
+	return &fakeAdmin{parent: r, as: c.AccessKey}, nopCloser{}
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+func (f *fakeAdmin) root() *fakeAdmin {
+	if f.parent != nil {
+		return f.parent
+	}
+	return f
 }
 
 func newFakeAdmin() *fakeAdmin {
@@ -28,10 +59,11 @@ func newFakeAdmin() *fakeAdmin {
 }
 
 func (f *fakeAdmin) record(method, addr, format string, args ...any) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, adminCall{method, addr, fmt.Sprintf(format, args...)})
-	return f.fail[method]
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, adminCall{method, addr, fmt.Sprintf(format, args...), f.as})
+	return r.fail[method]
 }
 
 // callsFor returns the calls of one method whose Args contain substr.
@@ -75,10 +107,11 @@ func (f *fakeAdmin) ResetOffset(_ context.Context, addr, topic, group string, ts
 	if err := f.record("ResetOffset", addr, "group=%s topic=%s ts=%d", group, topic, ts); err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var out []QueueOffset
-	for _, q := range f.stats[addr] {
+	for _, q := range r.stats[addr] {
 		if q.Topic == topic {
 			q.ConsumerOffset = max(ts, 0) % 1000 // a recognisable "after"
 			out = append(out, q)
@@ -92,13 +125,14 @@ func (f *fakeAdmin) CloneGroupOffset(_ context.Context, addr, src, dst, topic st
 }
 
 func (f *fakeAdmin) ConsumeStats(_ context.Context, addr, group, topic string) ([]QueueOffset, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.fail["ConsumeStats"]; err != nil {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.fail["ConsumeStats"]; err != nil {
 		return nil, err
 	}
 	var out []QueueOffset
-	for _, q := range f.stats[addr] {
+	for _, q := range r.stats[addr] {
 		if topic == "" || q.Topic == topic {
 			out = append(out, q)
 		}

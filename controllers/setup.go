@@ -12,17 +12,20 @@ import (
 	"github.com/openrmq/rocketmq-operator/internal/resource"
 )
 
-// SetupAll registers the three controllers with mgr, all sharing one admin client.
+// SetupAll registers the three controllers with mgr, all sharing one admin client, and one
+// set of signing clients made from it for Brokers with ACL credentials (admin must be a
+// CredentialedAdmin, as RemotingAdmin is, for those).
 func SetupAll(mgr ctrl.Manager, admin BrokerAdmin) error {
 	c, s := mgr.GetClient(), mgr.GetScheme()
 	rec := mgr.GetEventRecorder("rocketmq-operator")
+	admins := NewBrokerAdmins(admin, c, mgr.GetAPIReader())
 	if err := (&NameServerReconciler{Client: c, Scheme: s}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&BrokerReconciler{Client: c, Scheme: s, Admin: admin, Recorder: rec}).SetupWithManager(mgr); err != nil {
+	if err := (&BrokerReconciler{Client: c, Scheme: s, Admin: admin, Admins: admins, Recorder: rec}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&ConsumerGroupReconciler{Client: c, Admin: admin, Resolver: StatusResolver{},
+	return (&ConsumerGroupReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
 		Recorder: rec, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 }
 

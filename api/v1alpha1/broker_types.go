@@ -75,13 +75,66 @@ type BrokerSpec struct {
 	// +kubebuilder:validation:MaxProperties=128
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['brokerClusterName', 'brokerName', 'brokerId', 'brokerRole', 'namesrvAddr', 'listenPort', 'storePathRootDir', 'storePathCommitLog', 'flushDiskType', 'brokerIP1', 'brokerIP2', 'haListenPort']))",message="config must not set keys the operator owns: brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, listenPort, storePathRootDir, storePathCommitLog, flushDiskType, brokerIP1, brokerIP2, haListenPort"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z][a-zA-Z0-9.]*$'))",message="config keys must be broker.conf field names (letters, digits, dots)"
+	// +kubebuilder:validation:XValidation:rule="!('aclEnable' in self) && !('aclPlainFile' in self)",message="config must not set aclEnable or aclPlainFile: turn ACL on with spec.acl, which mounts the ACL file and sets both"
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
+
+	// ACL turns on RocketMQ's plain ACL on every broker (broker.conf aclEnable=true): the
+	// brokers then check each request against plain_acl.yml, read from a Secret. Turning it
+	// on or off rolls the broker pods; editing the Secret does not (the brokers re-read it).
+	// +optional
+	ACL *BrokerACL `json:"acl,omitempty"`
 
 	// +kubebuilder:default={}
 	// +optional
 	Storage BrokerStorage `json:"storage,omitempty"`
 }
+
+// BrokerACL is where the brokers' plain_acl.yml and the operator's own account come from.
+type BrokerACL struct {
+	// SecretName names a Secret in the Broker's namespace that holds plain_acl.yml (RocketMQ
+	// 4.x format: accounts, white lists, permissions). It is mounted read-only into every
+	// broker pod, which must not start without it. The kubelet refreshes a mounted Secret
+	// within about a minute of an edit, and the brokers re-read the file every 5 s, so new
+	// rules apply without a restart.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="acl.secretName must be the name of a Secret (lower case letters, digits, '-' and '.')"
+	// +required
+	SecretName string `json:"secretName,omitempty"`
+
+	// Key of the file in the Secret. The broker reads it as /etc/rocketmq/acl/<key>.
+	// +kubebuilder:default="plain_acl.yml"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$') && !self.startsWith('..') && self != '.'",message="acl.key must be a Secret data key (letters, digits, '-', '_', '.'; not starting with '..')"
+	// +optional
+	Key string `json:"key,omitempty"`
+
+	// OperatorCredentialsSecretName names a Secret in the Broker's namespace with keys
+	// accessKey and secretKey: an account plain_acl.yml declares admin: true. The operator
+	// signs its calls to the brokers (subscription groups, offset resets and lag, name
+	// server updates) with it. Without it those calls go unsigned, and the brokers refuse
+	// them unless the file white-lists the operator's address; the AdminAccess condition
+	// says so. It may name the same Secret as secretName.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="acl.operatorCredentialsSecretName must be the name of a Secret (lower case letters, digits, '-' and '.')"
+	// +optional
+	OperatorCredentialsSecretName string `json:"operatorCredentialsSecretName,omitempty"`
+}
+
+// Keys of the operator credentials Secret (spec.acl.operatorCredentialsSecretName).
+const (
+	ACLAccessKeyKey = "accessKey"
+	ACLSecretKeyKey = "secretKey"
+	// DefaultACLKey is spec.acl.key's default.
+	DefaultACLKey = "plain_acl.yml"
+)
+
+// ConditionAdminAccess, on a Broker with spec.acl, says whether the operator's admin calls
+// to its brokers are signed (True) or will be refused (False, with the reason).
+const ConditionAdminAccess = "AdminAccess"
 
 // BrokerStorage is the PersistentVolumeClaim each broker pod gets for its store.
 type BrokerStorage struct {

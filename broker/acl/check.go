@@ -2,19 +2,19 @@ package acl
 
 import (
 	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"fmt"
 	"net/netip"
-	"sort"
+
+	pkgacl "github.com/openrmq/rocketmq-operator/pkg/acl"
 )
 
-// Ext field names the clients sign with (Java's SessionCredentials).
+// Ext field names the clients sign with (Java's SessionCredentials), shared with the
+// clients in pkg/acl.
 const (
-	FieldAccessKey = "AccessKey"
-	FieldSignature = "Signature"
+	FieldAccessKey = pkgacl.FieldAccessKey
+	FieldSignature = pkgacl.FieldSignature
 	// uniqueKeyQuery is left out of the signed content by the broker (MixAll.UNIQUE_MSG_QUERY_FLAG).
-	uniqueKeyQuery = "_UNIQUE_KEY_QUERY"
+	uniqueKeyQuery = pkgacl.FieldUniqueKeyQuery
 	// traceTopic: Java skips the permission check of sends to the default trace topic.
 	traceTopic = "RMQ_SYS_TRACE_TOPIC"
 )
@@ -61,21 +61,9 @@ func deny(frame string, line int, format string, args ...any) *Denied {
 
 // Sign returns the signature of a request as the clients compute it: HmacSHA1 with
 // secret over the ext field values in key order (without the signature itself), then
-// the body, in base64.
+// the body, in base64. It is pkg/acl's Sign, which the operator's admin client signs with.
 func Sign(fields map[string]string, body []byte, secret string) string {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		if k != FieldSignature && k != uniqueKeyQuery {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	mac := hmac.New(sha1.New, []byte(secret))
-	for _, k := range keys {
-		mac.Write([]byte(fields[k]))
-	}
-	mac.Write(body)
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	return pkgacl.Sign(fields, body, secret)
 }
 
 // Check decides on req in the order of Java's PlainPermissionManager.validate: global

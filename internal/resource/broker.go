@@ -23,7 +23,28 @@ const (
 	NamesrvAddrKey   = "namesrvAddr"
 	brokerStoreDir   = "/home/rocketmq/store"
 	brokerStoreClaim = "store"
+	// BrokerACLDir is where spec.acl's Secret is mounted: a whole-directory Secret volume
+	// (never subPath), so the kubelet's in-place updates of the Secret reach the file.
+	BrokerACLDir    = "/etc/rocketmq/acl"
+	brokerACLVolume = "acl"
 )
+
+// ACLKey is the key of the ACL file in spec.acl's Secret: spec.acl.key, or plain_acl.yml.
+func ACLKey(acl *v1alpha1.BrokerACL) string {
+	if acl == nil || acl.Key == "" {
+		return v1alpha1.DefaultACLKey
+	}
+	return acl.Key
+}
+
+// BrokerACLFile is the path the brokers read plain_acl.yml from (broker.conf aclPlainFile),
+// or "" without spec.acl.
+func BrokerACLFile(br *v1alpha1.Broker) string {
+	if br.Spec.ACL == nil {
+		return ""
+	}
+	return BrokerACLDir + "/" + ACLKey(br.Spec.ACL)
+}
 
 // BrokerBuilder builds the children of one Broker: one shared name-server ConfigMap, then
 // per group a broker.conf ConfigMap, a headless Service, a StatefulSet and a PDB.
@@ -72,7 +93,10 @@ func BrokerMemberAddress(br *v1alpha1.Broker, i, id int32) string {
 // spec.config, then the keys the operator owns. namesrvAddr is not among them: it
 // reaches the pod as -n $(NAMESRV_ADDR), read from an unhashed ConfigMap at container start,
 // and running brokers get a new list through UPDATE_BROKER_CONFIG. brokerIP1/2 are left to
-// the broker, which picks the pod IP. Keys are sorted so the hash only moves with content.
+// the broker, which picks the pod IP. aclEnable and aclPlainFile come from spec.acl only:
+// they name the mounted Secret's file, whose content stays out of the hash (the brokers
+// re-read it), while turning ACL on or off changes the hash and so rolls the pods. Keys
+// are sorted so the hash only moves with content.
 func BrokerConf(br *v1alpha1.Broker, i int32) string {
 	kv := map[string]string{
 		// Defaults a user may override. With RocketMQ's default (false) a 4.x slave
@@ -90,6 +114,13 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 		"storePathRootDir":   brokerStoreDir,
 		"storePathCommitLog": brokerStoreDir + "/commitlog",
 	})
+	// The API refuses them in spec.config; an object stored before that rule loses them.
+	delete(kv, "aclEnable")
+	delete(kv, "aclPlainFile")
+	if br.Spec.ACL != nil {
+		kv["aclEnable"] = "true"
+		kv["aclPlainFile"] = BrokerACLFile(br)
+	}
 	var sb strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(kv)) {
 		fmt.Fprintf(&sb, "%s=%s\n", k, kv[k])

@@ -53,6 +53,14 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 	tpl.Spec.Volumes = []corev1.Volume{
 		configVolume("config", b.name()+"-config"),
 	}
+	mounts := []corev1.VolumeMount{
+		{Name: "config", MountPath: brokerConfDir, ReadOnly: true},
+		{Name: brokerStoreClaim, MountPath: brokerStoreDir},
+	}
+	if acl := br.Spec.ACL; acl != nil {
+		tpl.Spec.Volumes = append(tpl.Spec.Volumes, aclVolume(acl))
+		mounts = append(mounts, corev1.VolumeMount{Name: brokerACLVolume, MountPath: BrokerACLDir, ReadOnly: true})
+	}
 	probe := tcpProbe("remoting")
 	tpl.Spec.Containers = []corev1.Container{{
 		Name:            "broker",
@@ -67,18 +75,33 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 					LocalObjectReference: corev1.LocalObjectReference{Name: BrokerNamesrvConfigMapName(br)},
 					Key:                  NamesrvAddrKey}}},
 		},
-		Ports:     brokerContainerPorts(br.Spec.ListenPort),
-		Resources: br.Spec.Resources,
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "config", MountPath: brokerConfDir, ReadOnly: true},
-			{Name: brokerStoreClaim, MountPath: brokerStoreDir},
-		},
+		Ports:          brokerContainerPorts(br.Spec.ListenPort),
+		Resources:      br.Spec.Resources,
+		VolumeMounts:   mounts,
 		ReadinessProbe: probe,
 		LivenessProbe:  livenessFrom(probe),
 	}}
 	// A broker flushes and unregisters on SIGTERM; give it time.
 	tpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
 	return controllerutil.SetControllerReference(br, sts, b.Scheme)
+}
+
+// aclVolume projects the one key of spec.acl's Secret that holds plain_acl.yml. Only the
+// Secret's name and key are in the pod template, never its content: the kubelet updates
+// the mounted file in place and the broker re-reads it, so editing the rules restarts
+// nothing. A missing Secret or key keeps the pod from starting rather than let a broker run
+// with no rules. The mode is readable by the broker's non-root user even when
+// spec.pod.securityContext drops the fsGroup; it is set, not defaulted, so the template does
+// not differ from what the API server stores.
+func aclVolume(acl *v1alpha1.BrokerACL) corev1.Volume {
+	key := ACLKey(acl)
+	return corev1.Volume{Name: brokerACLVolume, VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{
+			SecretName:  acl.SecretName,
+			Items:       []corev1.KeyToPath{{Key: key, Path: key}},
+			DefaultMode: ptr.To[int32](0o444),
+			Optional:    ptr.To(false),
+		}}}
 }
 
 func fieldEnv(name, path string) corev1.EnvVar {

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
@@ -116,4 +117,91 @@ func TestBrokerNamesAndAddresses(t *testing.T) {
 	if got := BrokerMemberAddress(br, 2, 1); got != "rmq-broker-c-1.rmq-broker-c-headless.mq.svc:10911" {
 		t.Error(got)
 	}
+}
+
+func TestBrokerACL(t *testing.T) {
+	br := broker()
+	br.Spec.Config["aclEnable"] = "false" // refused by the API; dropped if an old object has it
+	plain := BrokerPodConf(br, 0, 0)
+	if strings.Contains(plain, "acl") {
+		t.Errorf("no spec.acl, no ACL keys:\n%s", plain)
+	}
+	sts := buildSTS(t, br, "StatefulSet/rmq-broker-a")
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name == "acl" {
+			t.Error("no spec.acl, no acl volume")
+		}
+	}
+	offHash := BrokerConfigHash(br, 0)
+
+	br.Spec.ACL = &v1alpha1.BrokerACL{SecretName: "rmq-acl", OperatorCredentialsSecretName: "op"}
+	conf := BrokerPodConf(br, 0, 0)
+	for _, want := range []string{"aclEnable=true\n", "aclPlainFile=/etc/rocketmq/acl/plain_acl.yml\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("conf lacks %q:\n%s", want, conf)
+		}
+	}
+	if strings.Contains(conf, "aclEnable=false") {
+		t.Errorf("spec.config must not switch ACL:\n%s", conf)
+	}
+	onHash := BrokerConfigHash(br, 0)
+	if onHash == offHash {
+		t.Error("turning ACL on must change the config hash (and roll the pods)")
+	}
+
+	sts = buildSTS(t, br, "StatefulSet/rmq-broker-a")
+	spec := sts.Spec.Template.Spec
+	var vol *corev1.Volume
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Name == "acl" {
+			vol = &spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.Secret == nil {
+		t.Fatalf("no secret volume named acl: %+v", spec.Volumes)
+	}
+	if vol.Secret.SecretName != "rmq-acl" || len(vol.Secret.Items) != 1 ||
+		vol.Secret.Items[0] != (corev1.KeyToPath{Key: "plain_acl.yml", Path: "plain_acl.yml"}) ||
+		vol.Secret.Optional == nil || *vol.Secret.Optional || *vol.Secret.DefaultMode != 0o444 {
+		t.Errorf("acl volume = %+v", vol.Secret)
+	}
+	var mount *corev1.VolumeMount
+	for i, m := range spec.Containers[0].VolumeMounts {
+		if m.Name == "acl" {
+			mount = &spec.Containers[0].VolumeMounts[i]
+		}
+	}
+	// A subPath mount would never see the kubelet's updates of the Secret.
+	if mount == nil || mount.MountPath != "/etc/rocketmq/acl" || !mount.ReadOnly || mount.SubPath != "" {
+		t.Errorf("acl mount = %+v", mount)
+	}
+
+	// The operator's credentials are the operator's business: pods do not change.
+	br.Spec.ACL.OperatorCredentialsSecretName = "other"
+	if again := buildSTS(t, br, "StatefulSet/rmq-broker-a"); !equality.Semantic.DeepEqual(again.Spec.Template, sts.Spec.Template) {
+		t.Error("operatorCredentialsSecretName changed the pod template")
+	}
+	// Another key is another file.
+	br.Spec.ACL.Key = "rules.yaml"
+	if !strings.Contains(BrokerPodConf(br, 0, 0), "aclPlainFile=/etc/rocketmq/acl/rules.yaml\n") {
+		t.Errorf("custom key:\n%s", BrokerPodConf(br, 0, 0))
+	}
+	if BrokerConfigHash(br, 0) == onHash {
+		t.Error("another file path must change the hash")
+	}
+	sts = buildSTS(t, br, "StatefulSet/rmq-broker-a")
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name == "acl" && v.Secret.Items[0] != (corev1.KeyToPath{Key: "rules.yaml", Path: "rules.yaml"}) {
+			t.Errorf("custom key volume: %+v", v.Secret.Items)
+		}
+	}
+	if BrokerACLFile(br) != "/etc/rocketmq/acl/rules.yaml" {
+		t.Error(BrokerACLFile(br))
+	}
+}
+
+func buildSTS(t *testing.T, br *v1alpha1.Broker, key string) *appsv1.StatefulSet {
+	t.Helper()
+	objs := build(t, (&BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}).Builders())
+	return objs[key].(*appsv1.StatefulSet)
 }

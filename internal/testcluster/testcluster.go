@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -71,6 +72,30 @@ func Start(t T, edit func(*brokerconfig.Config)) *Cluster {
 	}
 	t.Cleanup(func() { stop(b.Shutdown) })
 	return &Cluster{NamesrvAddr: ns.Addr(), BrokerAddr: b.Addr(), ClusterName: bc.BrokerClusterName, BrokerName: bc.BrokerName}
+}
+
+// EnableACL turns on the broker's plain ACL (aclEnable=true) with rules as its
+// plain_acl.yml, in a file of the test's; call it from Start's edit. It returns the file:
+// WriteACL changes it, and the broker picks the change up within its 5 s poll.
+func EnableACL(t T, bc *brokerconfig.Config, rules string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	WriteACL(t, file, rules)
+	bc.AclEnable, bc.AclPlainFile = true, file
+	return file
+}
+
+// WriteACL replaces the content of an ACL file at once (written aside, then renamed), so
+// the broker never reads half of it.
+func WriteACL(t T, file, rules string) {
+	t.Helper()
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func stop(shutdown func(context.Context) error) {

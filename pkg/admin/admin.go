@@ -29,9 +29,11 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("admin: request %d refused with code %d: %s", e.Request, e.Code, e.Remark)
 }
 
-// Client makes admin calls over a remoting client, which it does not own.
+// Client makes admin calls over a remoting client, which it does not own, unless it
+// made it (WithCredentials).
 type Client struct {
-	rc *remoting.Client
+	rc    *remoting.Client
+	owned bool
 }
 
 // New returns a client that sends through rc.
