@@ -9,29 +9,6 @@ import (
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
-// TestSignKnownVectors: signatures computed by the clients themselves.
-func TestSignKnownVectors(t *testing.T) {
-	// rocketmq-client-go's own test of its signer (internal/remote/interceptor_test.go):
-	// the content is the field values in key order, then the body.
-	got := Sign(map[string]string{"B": "RocketMQ Client", "A": "Hello ", FieldSignature: "ignored"}, []byte(" ACL Feature"), "adiaushdiaushd")
-	if got != "tAb/54Rwwcq+pbH8Loi7FWX4QSQ=" {
-		t.Errorf("Go client vector: got %s", got)
-	}
-	// A SEND_MESSAGE_V2 signed by 4.9.7's AclClientRPCHook (AK RocketMQPub, SK 12345678).
-	fields := map[string]string{
-		"AccessKey": "RocketMQPub", "Signature": "N1MnQrnio2mV2ND1P5St88mA2g8=", "a": "pg", "b": "topicA",
-		"c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000000", "h": "0", "i": "k\x01v\x02",
-		"k": "false", "m": "false",
-	}
-	if got := Sign(fields, []byte("hello"), "12345678"); got != fields[FieldSignature] {
-		t.Errorf("Java client vector: got %s", got)
-	}
-	fields[uniqueKeyQuery] = "true" // not signed by the broker's reading
-	if got := Sign(fields, []byte("hello"), "12345678"); got != fields[FieldSignature] {
-		t.Errorf("with %s: got %s", uniqueKeyQuery, got)
-	}
-}
-
 // testRules is the file the Java remarks below were taken from (4.9.7's
 // PlainAccessValidator run on it).
 const testRules = `

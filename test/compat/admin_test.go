@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
@@ -137,19 +138,7 @@ func TestOurAdminClientAgainstJavaBroker(t *testing.T) {
 // sendToEveryQueue sends perQueue messages to each queue of topic on the Java broker.
 func sendToEveryQueue(t *testing.T, f *fixture, topic string, queues, perQueue int) {
 	t.Helper()
-	p, err := producer.NewDefaultProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{f.ns.Addr})),
-		producer.WithGroupName(uniq("compat_admin_producer")),
-		producer.WithInstanceName(uniq("compat_admin_producer")),
-		producer.WithQueueSelector(producer.NewManualQueueSelector()),
-	)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatalf("producer.Start: %v", err)
-	}
-	defer func() { _ = p.Shutdown() }()
+	p := startQueueProducer(t, f.ns.Addr, uniq("compat_admin_producer"))
 	for q := range queues {
 		for i := range perQueue {
 			msg := primitive.NewMessage(topic, fmt.Appendf(nil, "q%d-%d", q, i))
@@ -162,4 +151,24 @@ func sendToEveryQueue(t *testing.T, f *fixture, topic string, queues, perQueue i
 			}
 		}
 	}
+}
+
+// startQueueProducer starts a Go producer that sends to the queue each message names
+// (msg.Queue); it is shut down when the test ends.
+func startQueueProducer(t *testing.T, nsAddr, group string) rocketmq.Producer {
+	t.Helper()
+	p, err := producer.NewDefaultProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{nsAddr})),
+		producer.WithGroupName(group),
+		producer.WithInstanceName(group),
+		producer.WithQueueSelector(producer.NewManualQueueSelector()),
+	)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatalf("producer.Start: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown() })
+	return p
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 	"github.com/openrmq/rocketmq-operator/test/internal/procs"
@@ -51,19 +50,7 @@ func TestOurBrokerMQAdminStats(t *testing.T) {
 	t.Cleanup(func() { consumer.Stop(procs.DefaultStopGrace) })
 	clientID := f.waitConsumerOnline(t, group, consumer)
 
-	p, err := producer.NewDefaultProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{f.ns.Addr})),
-		producer.WithGroupName(uniq("compat_stats_producer")),
-		producer.WithInstanceName(uniq("compat_stats_producer")),
-		producer.WithQueueSelector(producer.NewManualQueueSelector()),
-	)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatalf("producer.Start: %v", err)
-	}
-	defer func() { _ = p.Shutdown() }()
+	p := startQueueProducer(t, f.ns.Addr, uniq("compat_stats_producer"))
 	sent := 0
 	var lastOffsetMsgID string
 	sendRound := func() {

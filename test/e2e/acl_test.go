@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,20 +128,11 @@ func writeACL(t *testing.T, file, rules string) {
 
 func aclProducer(t *testing.T, group string, cred *primitive.Credentials) rocketmq.Producer {
 	t.Helper()
-	opts := []producer.Option{producer.WithNameServer([]string{namesrvAddr}), producer.WithGroupName(group),
-		producer.WithInstanceName(instance("acl-p")), producer.WithRetry(0), producer.WithSendMsgTimeout(5 * time.Second)}
+	opts := []producer.Option{producer.WithInstanceName(instance("acl-p")), producer.WithRetry(0)}
 	if cred != nil {
 		opts = append(opts, producer.WithCredentials(*cred))
 	}
-	p, err := rocketmq.NewProducer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Shutdown() })
-	return p
+	return newProducer(t, group, opts...)
 }
 
 func wantSendRefused(t *testing.T, p rocketmq.Producer, reason string) {
@@ -188,16 +178,6 @@ func signedInvoke(t *testing.T, b *brokerProc, cred primitive.Credentials, code 
 // aclHasTopic asks the broker, as the admin account, whether it has topic.
 func aclHasTopic(t *testing.T, b *brokerProc, topic string) bool {
 	t.Helper()
-	resp := signedInvoke(t, b, aclAdmin, remoting.GetAllTopicConfig, map[string]string{})
-	if resp.Code != remoting.Success {
-		t.Fatalf("GET_ALL_TOPIC_CONFIG: %d %s", resp.Code, resp.Remark)
-	}
-	var w struct {
-		TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
-	}
-	if err := json.Unmarshal(resp.Body, &w); err != nil {
-		t.Fatal(err)
-	}
-	_, ok := w.TopicConfigTable[topic]
+	_, ok := topicTable(t, signedInvoke(t, b, aclAdmin, remoting.GetAllTopicConfig, map[string]string{}))[topic]
 	return ok
 }

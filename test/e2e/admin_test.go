@@ -22,7 +22,12 @@ import (
 // brokerTopics lists the broker's topics (GET_ALL_TOPIC_CONFIG).
 func brokerTopics(t *testing.T, b *brokerProc) map[string]json.RawMessage {
 	t.Helper()
-	resp := invoke(t, b.addr, remoting.GetAllTopicConfig, nil, nil)
+	return topicTable(t, invoke(t, b.addr, remoting.GetAllTopicConfig, nil, nil))
+}
+
+// topicTable decodes a GET_ALL_TOPIC_CONFIG answer: topic -> its config.
+func topicTable(t *testing.T, resp *remoting.Command) map[string]json.RawMessage {
+	t.Helper()
 	if resp.Code != remoting.Success {
 		t.Fatalf("GET_ALL_TOPIC_CONFIG: %d %s", resp.Code, resp.Remark)
 	}

@@ -24,15 +24,17 @@ var instanceSeq atomic.Int64
 
 func instance(prefix string) string { return fmt.Sprintf("%s-%d", prefix, instanceSeq.Add(1)) }
 
-func newProducer(t *testing.T, group string) rocketmq.Producer {
+// newProducer starts a producer of group on the e2e name server; opts come after the
+// defaults and so override them.
+func newProducer(t *testing.T, group string, opts ...producer.Option) rocketmq.Producer {
 	t.Helper()
-	p, err := rocketmq.NewProducer(
+	p, err := rocketmq.NewProducer(append([]producer.Option{
 		producer.WithNameServer([]string{namesrvAddr}),
 		producer.WithGroupName(group),
 		producer.WithInstanceName(instance("p")),
 		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(5*time.Second),
-	)
+		producer.WithSendMsgTimeout(5 * time.Second),
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
