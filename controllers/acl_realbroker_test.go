@@ -60,14 +60,7 @@ var _ = Describe("ConsumerGroup against a loopback broker with ACL", func() {
 			To(Succeed())
 
 		ns := newNamespace()
-		resolve := ResolverFunc(func(c context.Context, _ *v1alpha1.Broker) (map[string]string, error) {
-			return lc.admin.MasterAddrs(c, lc.nsAddr, lc.cluster)
-		})
-		Eventually(func(g Gomega) {
-			m, err := resolve(ctx, nil)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(m).To(Equal(map[string]string{lc.brokerName: lc.brokerAddr}))
-		}, "10s").Should(Succeed())
+		resolve := lc.resolver()
 		// Two Broker resources for the same loopback broker: one names operator
 		// credentials, the other does not. Calls start from the unsigned RemotingAdmin.
 		for _, name := range []string{"with-creds", "no-creds"} {

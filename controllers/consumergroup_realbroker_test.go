@@ -219,6 +219,21 @@ func (lc *loopbackCluster) send(topic string, qid, n int) {
 	}
 }
 
+// resolver resolves any Broker resource to the loopback broker through the name server
+// it registered with, once that registration shows.
+func (lc *loopbackCluster) resolver() ResolverFunc {
+	GinkgoHelper()
+	resolve := ResolverFunc(func(c context.Context, _ *v1alpha1.Broker) (map[string]string, error) {
+		return lc.admin.MasterAddrs(c, lc.nsAddr, lc.cluster)
+	})
+	Eventually(func(g Gomega) {
+		m, err := resolve(ctx, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(m).To(Equal(map[string]string{lc.brokerName: lc.brokerAddr}))
+	}, "10s").Should(Succeed())
+	return resolve
+}
+
 // offsets reads the group's offsets of one topic from the broker (GET_CONSUME_STATS):
 // queue id -> consumer offset, and queue id -> broker (max) offset.
 func (lc *loopbackCluster) offsets(group, topic string) (consumer, end map[int32]int64) {
@@ -299,14 +314,7 @@ var _ = Describe("ConsumerGroup against a loopback name server and broker", func
 
 		// The controller resolves the Broker resource through the name server the broker
 		// registered with, and talks to the broker with the production remoting admin.
-		resolve := ResolverFunc(func(c context.Context, _ *v1alpha1.Broker) (map[string]string, error) {
-			return lc.admin.MasterAddrs(c, lc.nsAddr, lc.cluster)
-		})
-		Eventually(func(g Gomega) {
-			m, err := resolve(ctx, nil)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(m).To(Equal(map[string]string{lc.brokerName: lc.brokerAddr}))
-		}, "5s").Should(Succeed())
+		resolve := lc.resolver()
 		DeferCleanup(edge.route(client.ObjectKey{Namespace: ns, Name: "rmq"}, resolve,
 			RemotingAdmin{C: lc.admin}, lc.brokerAddr))
 		br := newBroker(ns, "rmq")
