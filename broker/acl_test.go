@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openrmq/rocketmq-operator/broker/acl"
 	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/pkg/acl"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 

@@ -8,16 +8,8 @@ import (
 	pkgacl "github.com/openrmq/rocketmq-operator/pkg/acl"
 )
 
-// Ext field names the clients sign with (Java's SessionCredentials), shared with the
-// clients in pkg/acl.
-const (
-	FieldAccessKey = pkgacl.FieldAccessKey
-	FieldSignature = pkgacl.FieldSignature
-	// uniqueKeyQuery is left out of the signed content by the broker (MixAll.UNIQUE_MSG_QUERY_FLAG).
-	uniqueKeyQuery = pkgacl.FieldUniqueKeyQuery
-	// traceTopic: Java skips the permission check of sends to the default trace topic.
-	traceTopic = "RMQ_SYS_TRACE_TOPIC"
-)
+// traceTopic: Java skips the permission check of sends to the default trace topic.
+const traceTopic = "RMQ_SYS_TRACE_TOPIC"
 
 // Request is what the check reads of a remoting request.
 type Request struct {
@@ -59,13 +51,6 @@ func deny(frame string, line int, format string, args ...any) *Denied {
 	return &Denied{msg: fmt.Sprintf(format, args...), frame: frame}
 }
 
-// Sign returns the signature of a request as the clients compute it: HmacSHA1 with
-// secret over the ext field values in key order (without the signature itself), then
-// the body, in base64. It is pkg/acl's Sign, which the operator's admin client signs with.
-func Sign(fields map[string]string, body []byte, secret string) string {
-	return pkgacl.Sign(fields, body, secret)
-}
-
 // Check decides on req in the order of Java's PlainPermissionManager.validate: global
 // white list, account, the account's white list (which also skips the permission
 // check), signature, admin codes, resource permissions. nil lets req through.
@@ -83,7 +68,7 @@ func (r *Rules) Check(req Request) *Denied {
 			return nil
 		}
 	}
-	ak, ok := req.Fields[FieldAccessKey]
+	ak, ok := req.Fields[pkgacl.FieldAccessKey]
 	if !ok {
 		return deny(inValidate, 663, "No accessKey is configured")
 	}
@@ -94,8 +79,8 @@ func (r *Rules) Check(req Request) *Denied {
 	if a.white.match(ip) {
 		return nil
 	}
-	sig := Sign(req.Fields, req.Body, a.secretKey)
-	if got, ok := req.Fields[FieldSignature]; !ok || !hmac.Equal([]byte(sig), []byte(got)) {
+	sig := pkgacl.Sign(req.Fields, req.Body, a.secretKey)
+	if got, ok := req.Fields[pkgacl.FieldSignature]; !ok || !hmac.Equal([]byte(sig), []byte(got)) {
 		return deny(inValidate, 683, "Check signature failed for accessKey=%s", ak)
 	}
 	if p, ok := needed.perms[traceTopic]; ok && p == Pub {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	pkgacl "github.com/openrmq/rocketmq-operator/pkg/acl"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
@@ -40,8 +41,8 @@ accounts:
 `
 
 func signed(code int16, fields map[string]string, body []byte, ak, sk string) Request {
-	fields[FieldAccessKey] = ak
-	fields[FieldSignature] = Sign(fields, body, sk)
+	fields[pkgacl.FieldAccessKey] = ak
+	fields[pkgacl.FieldSignature] = pkgacl.Sign(fields, body, sk)
 	return Request{Code: code, Fields: fields, Body: body, RemoteIP: netip.MustParseAddr("127.0.0.1")}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/openrmq/rocketmq-operator/broker/acl"
+	"github.com/openrmq/rocketmq-operator/pkg/acl"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
