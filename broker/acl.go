@@ -27,17 +27,9 @@ func (b *Broker) initACL(c *config.Config) error {
 	return nil
 }
 
-// aclHook is the remoting server's BeforeHandle: nil without ACL. It runs on the pool
-// worker ahead of the handler, where Java runs its RPC hooks, so that a refusal costs
-// the same pool slot as in Java.
-func (b *Broker) aclHook() func(*remoting.Conn, *remoting.Command) *remoting.Command {
-	if b.acl == nil {
-		return nil
-	}
-	return b.checkACL
-}
-
-// checkACL answers a refused request as 4.9.7 does: the hook's AclException becomes a
+// checkACL runs ahead of every handler (beforeHandle), on the pool worker where Java runs
+// its RPC hooks, so that a refusal costs the same pool slot as in Java. It answers a
+// refused request as 4.9.7 does: the hook's AclException becomes a
 // SYSTEM_ERROR whose remark names it, which clients report as is.
 func (b *Broker) checkACL(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	denied := b.acl.Check(acl.Request{Code: req.Code, Fields: req.ExtFields, Body: req.Body, RemoteIP: remoteIP(conn)})

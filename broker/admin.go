@@ -15,6 +15,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/names"
 	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
@@ -75,7 +76,7 @@ func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
-	if err := metadata.ValidateTopic(h.Topic); err != nil {
+	if err := names.Topic(h.Topic); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	if b.topics.IsSystem(h.Topic) || strings.HasPrefix(strings.ToLower(h.Topic), "rmq_sys_") {

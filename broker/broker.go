@@ -155,7 +155,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	b.server = remoting.NewServer(remoting.ServerConfig{
 		Logger:       log,
 		OnClose:      b.connClosed,
-		BeforeHandle: b.aclHook(),
+		BeforeHandle: b.beforeHandle,
 	})
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log})
 	if sa, ok := b.store.(storeAdapter); ok {

@@ -34,6 +34,19 @@ func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *
 	if err := protocol.Decode(req.Body, &hb); err != nil {
 		return req.NewResponse(remoting.SystemError, "heartbeat body: "+err.Error())
 	}
+	var topics, groups []string
+	for _, cd := range hb.ConsumerDataSet {
+		groups = append(groups, cd.GroupName)
+		for _, sub := range cd.SubscriptionDataSet {
+			topics = append(topics, sub.Topic)
+		}
+	}
+	for _, pd := range hb.ProducerDataSet {
+		groups = append(groups, pd.GroupName)
+	}
+	if err := checkBodyNames(topics, groups); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
 	c := b.cfg.Get()
 	now := time.Now()
 	var refused []string

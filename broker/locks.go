@@ -15,6 +15,9 @@ func (b *Broker) handleLockBatch(ctx context.Context, conn *remoting.Conn, req *
 	if err := protocol.Decode(req.Body, &body); err != nil {
 		return req.NewResponse(remoting.SystemError, "lock batch body: "+err.Error())
 	}
+	if err := checkBodyNames(queueTopics(body.MQSet), []string{body.ConsumerGroup}); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
 	b.lockConns.add(conn, body.ConsumerGroup, body.ClientID)
 	locked := b.locks.LockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
 	resp := req.NewResponse(remoting.Success, "")
@@ -27,6 +30,9 @@ func (b *Broker) handleUnlockBatch(ctx context.Context, conn *remoting.Conn, req
 	var body lock.UnlockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
 		return req.NewResponse(remoting.SystemError, "unlock batch body: "+err.Error())
+	}
+	if err := checkBodyNames(queueTopics(body.MQSet), []string{body.ConsumerGroup}); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	b.locks.UnlockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
 	return req.NewResponse(remoting.Success, "")
@@ -85,4 +91,12 @@ func (l *lockConns) remove(conn *remoting.Conn) []lockKey {
 	}
 	delete(l.byConn, conn)
 	return orphaned
+}
+
+func queueTopics(mqs []lock.MessageQueue) []string {
+	topics := make([]string, len(mqs))
+	for i, mq := range mqs {
+		topics[i] = mq.Topic
+	}
+	return topics
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/broker/transaction"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/names"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -190,7 +191,7 @@ func brokerWriteRefusal(req *remoting.Command, c config.Config) *remoting.Comman
 // (created when the default topic allows), writeable, and a queue id in range. It picks
 // a random queue when h.QueueID < 0.
 func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *sendHeader) *remoting.Command {
-	if err := metadata.ValidateTopic(h.Topic); err != nil {
+	if err := names.Topic(h.Topic); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	if notAllowedSendTopics[h.Topic] {

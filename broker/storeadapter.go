@@ -92,7 +92,7 @@ func (a storeAdapter) MaxPhyOffset() int64            { return a.s.CommitLogMaxO
 func (a storeAdapter) MinPhyOffset() int64            { return a.s.CommitLogMinOffset() }
 func (a storeAdapter) DispatchBehind() int64          { return a.s.DispatchBehind() }
 func (a storeAdapter) OnArrival(fn store.ArrivalFunc) { a.s.OnArrival(fn) }
-func (a storeAdapter) DeleteTopic(topic string) error { a.s.DeleteTopic(topic); return nil }
+func (a storeAdapter) DeleteTopic(topic string) error { return a.s.DeleteTopic(topic) }
 func (a storeAdapter) Close() error                   { return a.s.Close() }
 func (a storeAdapter) ConsumeQueueEntries(topic string, qid int32, index int64, count int) ([]store.CQEntry, int64, int64, bool) {
 	return a.s.ConsumeQueueEntries(topic, qid, index, count)

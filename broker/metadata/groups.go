@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/openrmq/rocketmq-operator/pkg/names"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
@@ -58,7 +59,7 @@ func LoadGroups(dir string) (*Groups, error) {
 		return nil, err
 	}
 	if found {
-		maps.Copy(g.table, file.SubscriptionGroupTable)
+		maps.Copy(g.table, legalOnly(g.path, file.SubscriptionGroupTable, names.Group))
 		if file.DataVersion.Timestamp != 0 {
 			g.version = file.DataVersion
 		}
@@ -82,6 +83,9 @@ func (g *Groups) GetOrCreate(group string, autoCreate bool) (SubscriptionGroupCo
 	if c, ok := g.Get(group); ok || !autoCreate {
 		return c, ok, nil
 	}
+	if err := names.Group(group); err != nil {
+		return SubscriptionGroupConfig{}, false, err
+	}
 	c := NewSubscriptionGroupConfig(group)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -94,6 +98,9 @@ func (g *Groups) GetOrCreate(group string, autoCreate bool) (SubscriptionGroupCo
 
 // Put creates or replaces a group config.
 func (g *Groups) Put(c SubscriptionGroupConfig) error {
+	if err := names.Group(c.GroupName); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.table[c.GroupName] = &c

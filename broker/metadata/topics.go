@@ -3,37 +3,31 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"sync"
 
+	"github.com/openrmq/rocketmq-operator/pkg/names"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
-// MaxTopicLength is the longest topic name (Java's TopicValidator).
-const MaxTopicLength = 127
-
-var topicPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
-
-// Errors of topic operations.
+// Errors of topic operations; illegal names are refused with names.ErrIllegalTopic.
 var (
-	ErrIllegalTopic  = errors.New("metadata: illegal topic name")
 	ErrTopicNotExist = errors.New("metadata: topic does not exist")
 	ErrSystemTopic   = errors.New("metadata: system topic")
 )
 
-// ValidateTopic checks a topic name as Java's TopicValidator does.
-func ValidateTopic(topic string) error {
-	switch {
-	case topic == "":
-		return fmt.Errorf("%w: the specified topic is blank", ErrIllegalTopic)
-	case len(topic) > MaxTopicLength:
-		return fmt.Errorf("%w: the specified topic is longer than topic max length %d", ErrIllegalTopic, MaxTopicLength)
-	case !topicPattern.MatchString(topic):
-		return fmt.Errorf("%w: the specified topic %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", ErrIllegalTopic, topic)
+// legalOnly returns table without the entries whose names check refuses, logging each:
+// a name from a file becomes a path, and one bad entry costs only itself.
+func legalOnly[V any](path string, table map[string]V, check func(string) error) map[string]V {
+	for name := range table {
+		if err := check(name); err != nil {
+			slog.Warn("metadata: entry with an illegal name ignored", "file", path, "name", name, "reason", err.Error())
+			delete(table, name)
+		}
 	}
-	return nil
+	return table
 }
 
 // ReplyTopic is the request-reply topic of a cluster.
@@ -80,7 +74,7 @@ func LoadTopics(dir string, opts TopicOptions) (*Topics, error) {
 		return nil, err
 	}
 	if found {
-		maps.Copy(t.table, file.TopicConfigTable)
+		maps.Copy(t.table, legalOnly(t.path, file.TopicConfigTable, names.Topic))
 		if file.DataVersion.Timestamp != 0 {
 			t.version = file.DataVersion
 		}
@@ -184,7 +178,7 @@ func (t *Topics) DataVersion() protocol.DataVersion {
 
 // Put creates or replaces a topic config, persists the table and notifies.
 func (t *Topics) Put(tc protocol.TopicConfig) error {
-	if err := ValidateTopic(tc.TopicName); err != nil {
+	if err := names.Topic(tc.TopicName); err != nil {
 		return err
 	}
 	if tc.TopicFilterType == "" {
@@ -230,7 +224,7 @@ func (t *Topics) CreateForSend(topic, defaultTopic string, clientQueueNums, sysF
 		t.mu.Unlock()
 		return protocol.TopicConfig{}, false, fmt.Errorf("%w: topic[%s] not exist, apply first please", ErrTopicNotExist, topic)
 	}
-	if err := ValidateTopic(topic); err != nil {
+	if err := names.Topic(topic); err != nil {
 		t.mu.Unlock()
 		return protocol.TopicConfig{}, false, err
 	}
@@ -254,6 +248,9 @@ func (t *Topics) CreateForSend(topic, defaultTopic string, clientQueueNums, sysF
 // Ensure returns name's config, creating it with the given queues and perm when absent
 // (retry and DLQ topics).
 func (t *Topics) Ensure(name string, queues, perm, sysFlag int) (protocol.TopicConfig, error) {
+	if err := names.Topic(name); err != nil { // retry and DLQ topics are named after groups
+		return protocol.TopicConfig{}, err
+	}
 	t.mu.Lock()
 	if tc, ok := t.table[name]; ok {
 		t.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -55,12 +54,9 @@ type consumeQueue struct {
 	gone    bool             // destroyed: place nothing more
 }
 
-func cqDir(root, topic string, qid int32) string {
-	return filepath.Join(root, topic, strconv.Itoa(int(qid)))
-}
-
-func openConsumeQueue(root, topic string, qid int32, fileSize int) (*consumeQueue, error) {
-	cq := &consumeQueue{topic: topic, queueID: qid, dir: cqDir(root, topic, qid), fileSize: fileSize}
+// openConsumeQueue opens the queue's files in dir (Config.queueDir).
+func openConsumeQueue(dir, topic string, qid int32, fileSize int) (*consumeQueue, error) {
+	cq := &consumeQueue{topic: topic, queueID: qid, dir: dir, fileSize: fileSize}
 	names, err := listNumbered(cq.dir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/names"
 )
 
 // Arrival describes a message the dispatcher has just made readable
@@ -128,10 +129,11 @@ func (s *Store) dispatch() error {
 }
 
 // dispatchRecord adds one record to its consume queue and the index.
-// PREPARED and ROLLBACK transaction records are indexed but not queued.
+// PREPARED and ROLLBACK transaction records are indexed but not queued, and
+// so are records whose topic cannot name a queue (see unqueueable).
 func (s *Store) dispatchRecord(v *message.RecordView, phy int64) error {
 	tt := message.TransactionType(v.SysFlag)
-	if tt == message.TransactionNotType || tt == message.TransactionCommitType {
+	if (tt == message.TransactionNotType || tt == message.TransactionCommitType) && s.queueable(v, phy) {
 		props := v.Properties()
 		tagsCode := s.tagsCode(v, props)
 		cq, err := s.queueForWrite(v.Topic(), v.QueueID())
@@ -155,6 +157,22 @@ func (s *Store) dispatchRecord(v *message.RecordView, phy int64) error {
 		return s.index.build(v, phy)
 	}
 	return nil
+}
+
+// queueable reports whether v's topic and queue id can name a consume queue.
+// This store never appends a record that cannot (appendBatch refuses it), but
+// a replicated or older record may: it gets no queue and no path, dispatch
+// goes on, and the first of them and every 1000th after are logged.
+func (s *Store) queueable(v *message.RecordView, phy int64) bool {
+	err := names.Topic(string(v.Topic()))
+	if err == nil && v.QueueID() >= 0 {
+		return true
+	}
+	if n := s.unqueueable.Add(1); n%1000 == 1 {
+		log.Printf("store: record at commitlog offset %d has topic %q queue %d, which cannot be queued: not dispatched (%d such records)",
+			phy, v.Topic(), v.QueueID(), n)
+	}
+	return false
 }
 
 // tagsCode is the consume-queue tag slot: the TAGS hash, or for
@@ -209,13 +227,16 @@ func (s *Store) queueForWrite(topic []byte, qid int32) (cq *consumeQueue, err er
 	if cq = s.cqs[t][qid]; cq != nil {
 		return cq, nil
 	}
+	dir, err := s.cfg.queueDir(t, qid)
+	if err != nil {
+		return nil, err
+	}
 	if s.cqLoaded {
 		// Every queue directory was opened by loadConsumeQueues, so this
 		// queue has none yet: do not look (a lookup in the consume-queue
 		// root can wait behind placeLoop's mkdir there).
-		cq = &consumeQueue{topic: t, queueID: qid, dir: cqDir(s.cfg.consumeQueueDir(), t, qid),
-			fileSize: s.cfg.MappedFileSizeConsumeQueue}
-	} else if cq, err = openConsumeQueue(s.cfg.consumeQueueDir(), t, qid, s.cfg.MappedFileSizeConsumeQueue); err != nil {
+		cq = &consumeQueue{topic: t, queueID: qid, dir: dir, fileSize: s.cfg.MappedFileSizeConsumeQueue}
+	} else if cq, err = openConsumeQueue(dir, t, qid, s.cfg.MappedFileSizeConsumeQueue); err != nil {
 		return nil, err
 	}
 	cq.spares = s.spares
@@ -235,6 +256,10 @@ func (s *Store) loadConsumeQueues() error {
 	}
 	for _, t := range topics {
 		if !t.IsDir() {
+			continue
+		}
+		if err := names.Topic(t.Name()); err != nil {
+			log.Printf("store: %s/%s is not a topic's queues (%v): left alone", root, t.Name(), err)
 			continue
 		}
 		qs, err := os.ReadDir(filepath.Join(root, t.Name()))

@@ -9,7 +9,8 @@ var (
 	ErrClosed           = errors.New("store: closed")
 	ErrMessageTooLarge  = errors.New("store: message too large")
 	ErrBadMessage       = errors.New("store: bad message")
-	ErrWriteFailed      = errors.New("store: write failed") // sticky after an I/O error
+	ErrBadTopic         = errors.New("store: illegal topic name") // also wrapped by ErrBadMessage on a put
+	ErrWriteFailed      = errors.New("store: write failed")       // sticky after an I/O error
 	ErrCorrupt          = errors.New("store: corrupt data")
 	ErrNotFound         = errors.New("store: not found")
 	ErrOffsetMismatch   = errors.New("store: offset mismatch")

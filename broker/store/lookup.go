@@ -216,9 +216,14 @@ func (s *Store) QueryMessage(topic, key string, max int, begin, end int64) []int
 }
 
 // DeleteTopic removes the consume queues of topic (its commitlog records
-// stay until retention).
-func (s *Store) DeleteTopic(topic string) {
+// stay until retention). A name that is not a legal topic is refused: it
+// names no queue, and must not name a directory.
+func (s *Store) DeleteTopic(topic string) error {
+	if _, err := s.cfg.topicDir(topic); err != nil {
+		return err
+	}
 	s.removeQueues(topic, func(int32) bool { return true })
+	return nil
 }
 
 // CheckInMemByConsumeOffset is Java's checkInMemByConsumeOffset: whether

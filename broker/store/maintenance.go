@@ -3,7 +3,6 @@ package store
 import (
 	"log"
 	"os"
-	"path/filepath"
 )
 
 // CQEntry is one consume-queue entry as admin tools show it.
@@ -69,7 +68,7 @@ func (s *Store) CleanUnusedTopics(keep func(topic string) bool) []string {
 	s.cqMu.RUnlock()
 	for _, topic := range unused {
 		log.Printf("store: topic %s has no config: its consume queues removed", topic)
-		s.DeleteTopic(topic)
+		s.removeQueues(topic, func(int32) bool { return true })
 	}
 	return unused
 }
@@ -103,6 +102,8 @@ func (s *Store) removeQueues(topic string, match func(qid int32) bool) {
 		cq.destroy()
 	}
 	if empty {
-		os.RemoveAll(filepath.Join(s.cfg.consumeQueueDir(), topic))
+		if dir, err := s.cfg.topicDir(topic); err == nil {
+			os.RemoveAll(dir)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"github.com/openrmq/rocketmq-operator/pkg/names"
 )
 
 // PutStatus is the outcome of a stored append.
@@ -94,6 +95,9 @@ func (s *Store) appendBatch(msgs []*message.Message) (*PutResult, error) {
 	for i, m := range msgs {
 		if err := m.Check(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadMessage, err)
+		}
+		if err := names.Topic(m.Topic); err != nil { // it becomes a directory at dispatch
+			return nil, fmt.Errorf("%w: %w: %w", ErrBadMessage, ErrBadTopic, err)
 		}
 		if m.Topic != msgs[0].Topic || m.QueueID != msgs[0].QueueID {
 			return nil, fmt.Errorf("%w: batch mixes queues", ErrBadMessage)
