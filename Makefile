@@ -51,6 +51,20 @@ envtest: ## Build (once, cached outside the clone) kube-apiserver and etcd for e
 test: vet ## Run every test: unit, storage, protocol, name server, envtest suites and e2e.
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" $(GO) test -count=1 -timeout 40m ./...
 
+RACE_PKGS ?= ./pkg/remoting/... ./broker/... ./namesrv/...
+
+.PHONY: test-race
+test-race: ## The packages with concurrency under the race detector (-short); any race fails.
+	$(GO) test -race -short -count=1 -timeout 30m $(RACE_PKGS)
+
+# Zones that move the local hour across the whole day (Etc/GMT+12 is UTC-12).
+TZ_ZONES ?= Etc/GMT+12 Etc/GMT+6 UTC Etc/GMT-6 Etc/GMT-14
+TZ_PKGS ?= ./broker/store/... ./broker/schedule ./broker/transaction ./broker/lock ./broker/longpoll ./namesrv
+
+.PHONY: test-tz
+test-tz: ## The clock-driven packages once in each of TZ_ZONES: no test may depend on the local hour.
+	@set -e; for z in $(TZ_ZONES); do echo "== TZ=$$z"; TZ=$$z $(GO) test -short -count=1 $(TZ_PKGS); done
+
 .PHONY: test-compat
 test-compat: build ## Compatibility suite against the official Java client and Java broker.
 	hack/compat.sh

@@ -118,6 +118,22 @@ if [[ -n "${COMPAT_RUN:-}" ]]; then
 fi
 
 status=0 passed=0 failed=0 skipped=0
+
+# The store's byte compatibility with Java's DefaultMessageStore (broker/store, compat tag):
+# it needs the jars, so it runs here rather than in make test.
+if [[ -z "${COMPAT_RUN:-}" || "TestJavaStoreCompat" =~ ${COMPAT_RUN} ]]; then
+  log "running TestJavaStoreCompat (broker/store against Java's DefaultMessageStore)"
+  out="$work/store-compat.out"
+  if ROCKETMQ_JAVA_LIB="$lib" PATH="$(dirname "$COMPAT_JAVA"):$PATH" \
+      "$GO" test -tags compat -count=1 -v -run '^TestJavaStoreCompat$' ./broker/store 2>&1 | tee "$out"; then
+    :
+  else
+    status=1
+  fi
+  passed=$((passed + $(grep -c '^--- PASS' "$out" || true)))
+  failed=$((failed + $(grep -c '^--- FAIL' "$out" || true)))
+  skipped=$((skipped + $(grep -c '^--- SKIP' "$out" || true)))
+fi
 for kind in $kinds; do
   log "running the suite against the $kind name server (work dir $work/$kind)"
   t1=$(now)

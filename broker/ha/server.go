@@ -39,7 +39,10 @@ type ServerConfig struct {
 	HousekeepingInterval time.Duration // haHousekeepingInterval [20s]
 	TransferBatchSize    int           // haTransferBatchSize [32 KiB]
 	SlaveFallbehindMax   int64         // haSlaveFallbehindMax [256 MiB]
-	Logger               *slog.Logger  // [slog.Default()]
+	// PollInterval bounds how long a writer waits for new data when no
+	// append woke it (Notify) [100ms].
+	PollInterval time.Duration
+	Logger       *slog.Logger // [slog.Default()]
 }
 
 func (c *ServerConfig) setDefaults() {
@@ -54,6 +57,9 @@ func (c *ServerConfig) setDefaults() {
 	}
 	if c.SlaveFallbehindMax <= 0 {
 		c.SlaveFallbehindMax = DefaultSlaveFallbehindMax
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 100 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -393,7 +399,7 @@ func (c *slaveConn) writeLoop() error {
 			s.log.Warn("slave needs data the master no longer has", "slave", c.addr, "next", next, "min", min)
 			warnedBelowMin = true
 		}
-		poll.Reset(min(100*time.Millisecond, s.cfg.HeartbeatInterval-time.Since(lastWrite)))
+		poll.Reset(min(s.cfg.PollInterval, s.cfg.HeartbeatInterval-time.Since(lastWrite)))
 		select {
 		case <-c.kick: // buffered: an append after ReadRaw is not missed
 		case <-poll.C:

@@ -4,6 +4,7 @@ package longpoll
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,8 +22,10 @@ type Request struct {
 	running  *sync.WaitGroup // the holder's running resumes
 }
 
-func (r *Request) resume() {
+// resume answers r once; it reports whether this call did.
+func (r *Request) resume() (answered bool) {
 	r.once.Do(func() {
+		answered = true
 		if r.timer != nil {
 			r.timer.Stop()
 		}
@@ -36,6 +39,7 @@ func (r *Request) resume() {
 			r.Resume()
 		}()
 	})
+	return answered
 }
 
 type queueKey struct {
@@ -56,6 +60,17 @@ type Holder struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	running sync.WaitGroup // resumes in progress
+
+	woken, rechecked, expired atomic.Int64 // see Stats
+}
+
+// Stats counts how held pulls were answered: woken by an arrival, found by
+// the periodic re-check, or at their deadline.
+type Stats struct{ Woken, Rechecked, Expired int64 }
+
+// Stats returns the counts so far.
+func (h *Holder) Stats() Stats {
+	return Stats{Woken: h.woken.Load(), Rechecked: h.rechecked.Load(), Expired: h.expired.Load()}
 }
 
 // New returns a holder that re-checks every interval (5 s with long polling, the short
@@ -113,7 +128,9 @@ func (h *Holder) wake(k queueKey, maxOffset, tagsCode int64, anyTag bool) {
 	h.setLocked(k, keep)
 	h.mu.Unlock()
 	for _, r := range ready {
-		r.resume()
+		if r.resume() {
+			h.woken.Add(1)
+		}
 	}
 }
 
@@ -151,7 +168,7 @@ func (h *Holder) check() {
 	for _, k := range keys {
 		maxOff := h.maxOffset(k.topic, k.qid)
 		h.mu.Lock()
-		var keep, ready []*Request
+		var keep, ready, late []*Request
 		for _, r := range h.waiting[k] {
 			gone := false
 			select {
@@ -161,8 +178,10 @@ func (h *Holder) check() {
 			}
 			switch {
 			case gone:
-			case maxOff > r.Offset || !now.Before(r.Deadline):
+			case maxOff > r.Offset:
 				ready = append(ready, r)
+			case !now.Before(r.Deadline):
+				late = append(late, r)
 			default:
 				keep = append(keep, r)
 			}
@@ -170,7 +189,14 @@ func (h *Holder) check() {
 		h.setLocked(k, keep)
 		h.mu.Unlock()
 		for _, r := range ready {
-			r.resume()
+			if r.resume() {
+				h.rechecked.Add(1)
+			}
+		}
+		for _, r := range late {
+			if r.resume() {
+				h.expired.Add(1)
+			}
 		}
 	}
 }
@@ -187,7 +213,9 @@ func (h *Holder) expire(k queueKey, r *Request) {
 	}
 	h.setLocked(k, list)
 	h.mu.Unlock()
-	r.resume()
+	if r.resume() {
+		h.expired.Add(1)
+	}
 }
 
 // Len returns the number of held pulls.

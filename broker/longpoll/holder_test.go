@@ -22,17 +22,17 @@ func TestNotifyWakesMatchingWaiters(t *testing.T) {
 	if got := <-woken; got != "any" {
 		t.Fatalf("woken %s", got)
 	}
-	select {
-	case got := <-woken:
-		t.Fatalf("%s woken by a non-matching tag", got)
-	case <-time.After(50 * time.Millisecond):
+	// Notify decides under the lock before it returns: the filtered waiter
+	// is still held, and only one pull was answered.
+	if n, st := h.Len(), h.Stats(); n != 1 || st.Woken != 1 {
+		t.Fatalf("after a non-matching tag: %d held, %+v", n, st)
 	}
 	h.Notify("t", 0, 2, 7)
 	if got := <-woken; got != "tag7" {
 		t.Fatalf("woken %s", got)
 	}
-	if h.Len() != 0 {
-		t.Fatalf("%d still held", h.Len())
+	if n, st := h.Len(), h.Stats(); n != 0 || st != (Stats{Woken: 2}) {
+		t.Fatalf("%d still held, %+v", n, st)
 	}
 }
 

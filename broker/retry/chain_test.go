@@ -8,6 +8,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/broker/store/storetest"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
@@ -54,7 +55,8 @@ func TestSendBackThroughSchedule(t *testing.T) {
 	if _, err := st.PutMessage(res.Message); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
+	// Delivered with the DELAY it was scheduled with, as 4.9.7 stores it.
+	deadline := time.Now().Add(storetest.Patience)
 	for {
 		r := st.GetMessage("%RETRY%g", 0, 0, 1, 0, nil)
 		if r.Status == store.Found {
@@ -64,7 +66,7 @@ func TestSendBackThroughSchedule(t *testing.T) {
 				t.Fatal(err)
 			}
 			if m.ReconsumeTimes != 1 || m.Property(message.PropertyRetryTopic) != "Orders" ||
-				m.Property(message.PropertyOriginMessageID) != put.MsgID() || m.Property(message.PropertyDelayTimeLevel) != "" {
+				m.Property(message.PropertyOriginMessageID) != put.MsgID() || m.Property(message.PropertyDelayTimeLevel) != "1" {
 				t.Fatalf("retry message %+v", m)
 			}
 			return

@@ -24,9 +24,9 @@
 // One goroutine per level walks queue level-1 from its delay offset. When
 // the head entry is due (tag slot <= now; a tag slot more than one level
 // duration in the future, after a clock jump, counts as due now) the
-// message is read, restored to its real topic and queue (DELAY removed,
-// WAIT=false, REAL_TOPIC/REAL_QID and every other property kept, as Java's
-// messageTimeup does) and put again. Otherwise the goroutine sleeps on a
+// message is read, restored to its real topic and queue with its
+// properties unchanged (DELAY, WAIT, REAL_TOPIC and REAL_QID included: the
+// string 4.9.7's messageTimeup stores) and put again. Otherwise the goroutine sleeps on a
 // timer until the head is due, or until the store reports a new entry of
 // its queue (OnArrival). A failed put is retried after RetryInterval.
 //

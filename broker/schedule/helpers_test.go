@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/broker/store/storetest"
@@ -33,6 +34,43 @@ func newService(t testing.TB, st Store, root string) *Service {
 		t.Fatalf("New: %v", err)
 	}
 	return svc
+}
+
+// testStart is where the settable clocks of these tests begin.
+var testStart = time.Date(2030, 6, 10, 9, 22, 0, 0, time.UTC)
+
+// openStoreAt and newServiceAt share clk: store timestamps, and so due
+// times, move only when the test advances it.
+func openStoreAt(t testing.TB, root string, clk *storetest.Clock) *store.Store {
+	t.Helper()
+	cfg := storeConfig(root)
+	cfg.Now = clk.Now
+	return storetest.Open(t, cfg)
+}
+
+func newServiceAt(t testing.TB, st Store, root string, clk *storetest.Clock) *Service {
+	t.Helper()
+	svc, err := New(st, Config{ConfigDir: filepath.Join(root, "config"), Now: clk.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return svc
+}
+
+// waitFile waits until path holds want.
+func waitFile(t testing.TB, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(storetest.Patience)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && string(b) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %q after %v, want %q (err %v)", path, b, storetest.Patience, want, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // putDelayed sends like the broker: ToSchedule, then PutMessage.

@@ -66,24 +66,23 @@ func ToSchedule(m *message.Message, maxLevel int) (bool, error) {
 }
 
 // Restore builds the message to put when a scheduled message is due: its
-// real topic and queue, DELAY removed, WAIT=false, every other property
-// (REAL_TOPIC and REAL_QID included) and the record fields kept.
+// real topic and queue, the record fields and the properties byte for byte.
+// 4.9.7's messageTimeup clears DELAY and sets WAIT=false only on the copy's
+// property map, after taking the properties string it stores, so clients
+// see the DELAY level the message was sent with (getDelayTimeLevel) and
+// the producer's WAIT, REAL_TOPIC and REAL_QID included. Our re-put does
+// not wait for flush or slaves and is not scheduled again (only
+// SCHEDULE_TOPIC_XXXX entries are), so nothing here needs the cleared map.
 func Restore(m *message.MessageExt) (*message.Message, error) {
-	props := message.DecodeProperties(m.Properties)
-	topic := props[message.PropertyRealTopic]
-	qid, err := strconv.Atoi(props[message.PropertyRealQueueID])
-	if topic == "" || err != nil || qid < 0 {
+	topic, _ := message.LookupProperty([]byte(m.Properties), message.PropertyRealTopic)
+	rq, _ := message.LookupProperty([]byte(m.Properties), message.PropertyRealQueueID)
+	qid, err := strconv.Atoi(string(rq))
+	if len(topic) == 0 || err != nil || qid < 0 {
 		return nil, fmt.Errorf("%w: at commitlog offset %d", ErrNotScheduled, m.PhysicalOffset)
 	}
-	delete(props, message.PropertyDelayTimeLevel)
-	props[message.PropertyWaitStoreMsgOK] = "false"
-	p, err := message.EncodeProperties(props)
-	if err != nil {
-		return nil, err
-	}
 	return &message.Message{
-		Topic: topic, QueueID: int32(qid), Flag: m.Flag, SysFlag: m.SysFlag,
-		Body: m.Body, Properties: p, BornTimestamp: m.BornTimestamp, BornHost: m.BornHost,
+		Topic: string(topic), QueueID: int32(qid), Flag: m.Flag, SysFlag: m.SysFlag,
+		Body: m.Body, Properties: m.Properties, BornTimestamp: m.BornTimestamp, BornHost: m.BornHost,
 		ReconsumeTimes: m.ReconsumeTimes, PreparedTransactionOffset: m.PreparedTransactionOffset,
 	}, nil
 }

@@ -46,10 +46,8 @@ func (s *Store) CleanExpired() CleanStats {
 		log.Printf("store: disk usage probe: %v", err)
 	}
 	st.Forced = ratio*100 > float64(s.cfg.DiskMaxUsedSpaceRatio)
-	timeUp := s.deleteHours[now.Hour()]
-	if timeUp || st.Forced {
-		keep := time.Duration(s.cfg.FileReservedTime) * time.Hour
-		st.CommitLogSegments = s.cl.deleteExpired(now, keep, st.Forced, deleteFilesBatchMax)
+	if s.retention.timeToDelete(now) || st.Forced {
+		st.CommitLogSegments = s.cl.deleteExpired(now, s.retention, st.Forced, deleteFilesBatchMax)
 	}
 	minPhy := s.cl.minOffset()
 	s.dispMu.Lock()
@@ -78,9 +76,29 @@ func (s *Store) diskUsage() (float64, error) {
 	return float64(fs.Blocks-fs.Bfree) / float64(fs.Blocks), nil
 }
 
+// retention is the age rule of deleteWhen and fileReservedTime, apart from
+// the files so that it can be checked at any instant (clean_test.go).
+type retention struct {
+	hours map[int]bool  // deleteWhen: hours of the day, local time as in Java
+	keep  time.Duration // fileReservedTime
+}
+
+// timeToDelete reports whether now falls in a deleteWhen hour (Java's
+// UtilAll.isItTimeToDo). The hour is read in now's location: the store's
+// clock gives local time, so a DST change shifts nothing but the hour
+// that is skipped or repeated.
+func (r retention) timeToDelete(now time.Time) bool { return r.hours[now.Hour()] }
+
+// expired reports whether a file last written at lastWrite has been kept
+// long enough. Elapsed time, not calendar hours: month ends and DST changes
+// do not make a file older.
+func (r retention) expired(now, lastWrite time.Time) bool { return now.Sub(lastWrite) >= r.keep }
+
 // deleteExpired removes up to max old segments from the head, never the
-// newest, stopping at the first one it must keep.
-func (cl *commitLog) deleteExpired(now time.Time, keep time.Duration, force bool, max int) int {
+// newest, stopping at the first one it must keep. A segment's age is its
+// modification time (as Java's MappedFile.getLastModifiedTimestamp) against
+// the store's clock.
+func (cl *commitLog) deleteExpired(now time.Time, r retention, force bool, max int) int {
 	n := 0
 	for n < max {
 		cl.mu.Lock()
@@ -93,7 +111,7 @@ func (cl *commitLog) deleteExpired(now time.Time, keep time.Duration, force bool
 		if fi, err := statPath(seg.Path); err == nil {
 			mtime = fi
 		}
-		if !force && now.Sub(mtime) < keep {
+		if !force && !r.expired(now, mtime) {
 			cl.mu.Unlock()
 			break
 		}

@@ -39,6 +39,8 @@ type cqSpares struct {
 	seq     atomic.Int64
 	ch      chan *mmapfile.File // ready spares
 	toPlace chan *consumeQueue  // queues with spares to place
+
+	taken, missed atomic.Int64 // new files served from a spare / created by the dispatcher
 }
 
 func newCQSpares(dir string, size int) *cqSpares {
@@ -75,8 +77,10 @@ func (p *cqSpares) take() *mmapfile.File {
 	}
 	select {
 	case f := <-p.ch:
+		p.taken.Add(1)
 		return f
 	default:
+		p.missed.Add(1)
 		return nil
 	}
 }

@@ -35,14 +35,17 @@ func crashBody(round, writer, i int) string {
 	return head + strings.Repeat(string(rune('a'+(i%26))), (i*37)%900)
 }
 
-// TestCrashHelperProcess is the child: it appends from 4 writers and
-// prints "ACK round writer i queueOffset" after each acknowledged append,
-// until killed.
-func TestCrashHelperProcess(t *testing.T) {
-	spec := os.Getenv(crashEnv)
-	if spec == "" {
-		t.Skip("helper process for TestCrashRecovery")
+// TestMain runs the crash child instead of the tests when crashEnv is set.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(crashEnv); spec != "" {
+		crashChild(spec)
 	}
+	os.Exit(m.Run())
+}
+
+// crashChild appends from 4 writers and prints "ACK round writer i
+// queueOffset" after each acknowledged append, until killed.
+func crashChild(spec string) {
 	var dir, flush string
 	var round int
 	parts := strings.Split(spec, "|")
@@ -101,7 +104,7 @@ func runCrashRounds(t *testing.T, flush string, rounds int) {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	acked := map[ackKey]int64{} // -> queue offset
 	for round := range rounds {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.count=1")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", crashEnv, dir, flush, round))
 		stdout, _ := cmd.StdoutPipe()
 		cmd.Stderr = os.Stderr

@@ -27,7 +27,7 @@ import (
 type Store struct {
 	cfg         Config
 	delayLevels []time.Duration
-	deleteHours map[int]bool
+	retention   retention
 
 	cl    *commitLog
 	index *indexService
@@ -36,16 +36,17 @@ type Store struct {
 	cqs      map[string]map[int32]*consumeQueue
 	cqLoaded bool // every queue on disk is in cqs (set once in Open)
 
-	putMu      sync.Mutex      // the single commitlog writer
-	queueTable map[cqKey]int64 // next queue offset per queue; under putMu
-	writeErr   error           // sticky write failure; under putMu
-	kickDisp   chan struct{}   // wakes the dispatcher
-	dispatched atomic.Int64    // records below are in consume queues and index
-	dispMu     sync.Mutex      // serialises dispatch runs
-	gc         *groupCommit    // SYNC_FLUSH only
-	flushMu    sync.Mutex      // serialises logics flushes and checkpoint writes
-	listeners  atomic.Pointer[[]ArrivalFunc]
-	spares     *cqSpares // ready consume-queue files for the dispatcher
+	putMu       sync.Mutex      // the single commitlog writer
+	queueTable  map[cqKey]int64 // next queue offset per queue; under putMu
+	writeErr    error           // sticky write failure; under putMu
+	kickDisp    chan struct{}   // wakes the dispatcher
+	dispatched  atomic.Int64    // records below are in consume queues and index
+	unqueueable atomic.Int64    // records dispatched without a queue (queueable)
+	dispMu      sync.Mutex      // serialises dispatch runs
+	gc          *groupCommit    // SYNC_FLUSH only
+	flushMu     sync.Mutex      // serialises logics flushes and checkpoint writes
+	listeners   atomic.Pointer[[]ArrivalFunc]
+	spares      *cqSpares // ready consume-queue files for the dispatcher
 
 	// Recovery facts, for callers and tests.
 	CleanStart bool  // the previous run shut down cleanly
@@ -77,7 +78,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s := &Store{
-		cfg: cfg, delayLevels: levels, deleteHours: hours,
+		cfg: cfg, delayLevels: levels, retention: retention{hours: hours, keep: time.Duration(cfg.FileReservedTime) * time.Hour},
 		cqs:        map[string]map[int32]*consumeQueue{},
 		queueTable: map[cqKey]int64{},
 		kickDisp:   make(chan struct{}, 1),
@@ -185,7 +186,7 @@ func (s *Store) flushAll() error {
 	}
 	return writeCheckpoint(s.cfg.checkpointPath(), checkpoint{
 		commitLog: s.cl.flushed.Load(), consumeQueue: logics, index: logics,
-		timestamp: time.Now().UnixMilli(),
+		timestamp: s.cfg.now().UnixMilli(),
 	})
 }
 

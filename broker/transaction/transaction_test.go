@@ -2,6 +2,7 @@ package transaction
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,32 +11,28 @@ import (
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
-func quickConfig(t testing.TB) Config {
-	return Config{CheckInterval: 50 * time.Millisecond, TransactionTimeout: 300 * time.Millisecond, CheckMax: 15, Logf: t.Logf}
-}
-
 func TestHalfForm(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	defer st.Close()
-	r := sendHalf(t, st, "T", 2, "a", "pg", nil)
-	got := storetest.WaitQueue(t, st, HalfTopic, 0, 1, time.Second)
+	f := newFixture(t)
+	defer f.st.Close()
+	r := f.sendHalf("T", 2, "a", "pg", nil)
+	got := storetest.WaitQueue(t, f.st, HalfTopic, 0, 1)
 	h := got[0]
 	if h.QueueOffset != r.QueueOffset || h.QueueID != 0 || message.TransactionType(h.SysFlag) != message.TransactionNotType ||
 		h.Property(message.PropertyRealTopic) != "T" || h.Property(message.PropertyRealQueueID) != "2" ||
 		h.Property(message.PropertyTransactionPrepared) != "true" || h.Property(message.PropertyProducerGroup) != "pg" {
 		t.Fatalf("half message %+v", h)
 	}
-	if n := len(storetest.ReadQueue(t, st, "T", 2)); n != 0 {
+	if n := len(f.settled("T", 2)); n != 0 {
 		t.Fatalf("real topic has %d messages before commit", n)
 	}
 }
 
 func TestCommitDeliversRollbackNever(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	defer st.Close()
-	svc := New(st, loadOffsets(t, t.TempDir()), nil, quickConfig(t))
-	a := sendHalf(t, st, "T", 1, "commit-me", "pg", map[string]string{"k": "v"})
-	b := sendHalf(t, st, "T", 1, "roll-me", "pg", nil)
+	f := newFixture(t)
+	defer f.st.Close()
+	svc := f.service(nil, nil)
+	a := f.sendHalf("T", 1, "commit-me", "pg", map[string]string{"k": "v"})
+	b := f.sendHalf("T", 1, "roll-me", "pg", nil)
 	res := commit(t, svc, "pg", a.QueueOffset, a.PhysicalOffset, message.TransactionCommitType, false)
 	if res == nil {
 		t.Fatal("commit returned no put result")
@@ -43,7 +40,10 @@ func TestCommitDeliversRollbackNever(t *testing.T) {
 	if res := commit(t, svc, "pg", b.QueueOffset, b.PhysicalOffset, message.TransactionRollbackType, false); res != nil {
 		t.Fatal("rollback put something")
 	}
-	got := storetest.WaitQueue(t, st, "T", 1, 1, time.Second)
+	got := f.settled("T", 1)
+	if len(got) != 1 {
+		t.Fatalf("real topic has %d messages, want 1", len(got))
+	}
 	m := got[0]
 	if string(m.Body) != "commit-me" || message.TransactionType(m.SysFlag) != message.TransactionCommitType ||
 		m.PreparedTransactionOffset != a.PhysicalOffset || m.Property(message.PropertyRealTopic) != "" ||
@@ -51,35 +51,34 @@ func TestCommitDeliversRollbackNever(t *testing.T) {
 		m.Property(message.PropertyUniqClientMessageIDKey) != "UNIQ-commit-me" {
 		t.Fatalf("committed message %+v", m)
 	}
-	ops := storetest.WaitQueue(t, st, OpTopic, 0, 2, time.Second)
+	ops := f.settled(OpTopic, 0)
+	if len(ops) != 2 {
+		t.Fatalf("%d op messages, want 2", len(ops))
+	}
 	for i, want := range []string{"0", "1"} {
 		if string(ops[i].Body) != want || ops[i].Property(message.PropertyTags) != RemoveTag {
 			t.Fatalf("op %d = %q tags %q", i, ops[i].Body, ops[i].Property(message.PropertyTags))
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
-	if n := len(storetest.ReadQueue(t, st, "T", 1)); n != 1 {
-		t.Fatalf("real topic has %d messages, want 1", n)
-	}
 }
 
 func TestCommitWithDelay(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	defer st.Close()
-	svc := New(st, loadOffsets(t, t.TempDir()), nil, quickConfig(t))
-	a := sendHalf(t, st, "T", 0, "later", "pg", map[string]string{message.PropertyDelayTimeLevel: "3"})
+	f := newFixture(t)
+	defer f.st.Close()
+	svc := f.service(nil, nil)
+	a := f.sendHalf("T", 0, "later", "pg", map[string]string{message.PropertyDelayTimeLevel: "3"})
 	commit(t, svc, "pg", a.QueueOffset, a.PhysicalOffset, message.TransactionCommitType, false)
-	got := storetest.WaitQueue(t, st, schedule.Topic, 2, 1, time.Second)
+	got := storetest.WaitQueue(t, f.st, schedule.Topic, 2, 1)
 	if got[0].Property(message.PropertyRealTopic) != "T" {
 		t.Fatalf("scheduled commit %+v", got[0])
 	}
 }
 
 func TestEndTransactionRefusals(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	defer st.Close()
-	svc := New(st, loadOffsets(t, t.TempDir()), nil, quickConfig(t))
-	a := sendHalf(t, st, "T", 0, "x", "pg", nil)
+	f := newFixture(t)
+	defer f.st.Close()
+	svc := f.service(nil, nil)
+	a := f.sendHalf("T", 0, "x", "pg", nil)
 	for _, tc := range []struct {
 		req  EndRequest
 		want error
@@ -99,146 +98,179 @@ func TestEndTransactionRefusals(t *testing.T) {
 	if res, err := svc.EndTransaction(EndRequest{ProducerGroup: "pg", TranStateTableOffset: a.QueueOffset, CommitLogOffset: a.PhysicalOffset}); res != nil || err != nil {
 		t.Fatalf("unknown: %v %v", res, err)
 	}
-	time.Sleep(30 * time.Millisecond)
-	if n := len(storetest.ReadQueue(t, st, OpTopic, 0)); n != 0 {
+	if n := len(f.settled(OpTopic, 0)); n != 0 {
 		t.Fatalf("%d op messages after refusals", n)
+	}
+	if n := len(f.settled("T", 0)); n != 0 {
+		t.Fatalf("%d messages delivered after refusals", n)
 	}
 }
 
-// Unknown at send time: checked after the timeout, and the checked commit
-// delivers; an ended transaction is never checked.
+// Unknown at send time: checked once the timeout has passed, not before,
+// and the checked commit delivers; an ended transaction is never checked.
 func TestCheckThenCommit(t *testing.T) {
-	root := t.TempDir()
-	st := openStore(t, root)
-	defer st.Close()
+	f := newFixture(t)
+	defer f.st.Close()
 	rec := newRecorder()
-	svc := New(st, loadOffsets(t, root), rec.check, quickConfig(t))
-	svc.Start()
-	defer svc.Close()
-	done := sendHalf(t, st, "T", 3, "ended", "pg", nil)
+	svc := f.service(rec.check, nil) // transactionTimeOut 300 ms
+	done := f.sendHalf("T", 3, "ended", "pg", nil)
 	commit(t, svc, "pg", done.QueueOffset, done.PhysicalOffset, message.TransactionCommitType, false)
-	sent := time.Now()
-	sendHalf(t, st, "T", 3, "pending", "pg", nil)
-	req := rec.next(t, 2*time.Second)
-	if wait := time.Since(sent); wait < 299*time.Millisecond || wait > 600*time.Millisecond {
-		t.Errorf("checked after %v, want 300 ms + at most one interval", wait)
+	f.sendHalf("T", 3, "pending", "pg", nil)
+	if st := f.scan(svc, 299*time.Millisecond); st.Checked != 0 || rec.count() != 0 {
+		t.Fatalf("checked before the timeout: %+v", st)
 	}
+	if st := f.scan(svc, time.Millisecond); st.Checked != 1 {
+		t.Fatalf("at the timeout: %+v", st)
+	}
+	req := rec.next(t)
 	if req.ProducerGroup != "pg" || req.MsgID != "UNIQ-pending" || req.TransactionID != req.MsgID ||
 		req.Msg.Topic != "T" || req.Msg.QueueID != 3 || string(req.Msg.Body) != "pending" ||
 		req.Msg.Property(message.PropertyTransactionCheckTimes) != "1" || req.TranStateTableOffset != 2 ||
 		req.OffsetMsgID != req.Msg.OffsetMsgID() {
 		t.Fatalf("check request %+v msg %+v", req, req.Msg)
 	}
-	commit(t, svc, req.ProducerGroup, req.TranStateTableOffset, req.CommitLogOffset, message.TransactionCommitType, true)
-	got := storetest.WaitQueue(t, st, "T", 3, 2, time.Second)
-	if string(got[1].Body) != "pending" {
-		t.Fatalf("delivered %q", got[1].Body)
+	// Until the answer arrives every scan asks again (as Java).
+	if st := f.scan(svc, time.Second); st.Checked != 1 {
+		t.Fatalf("unanswered, next scan: %+v", st)
 	}
-	// Until the answer arrives every scan asks again (as Java); after it, never.
-	time.Sleep(100 * time.Millisecond)
-	n := rec.count()
-	time.Sleep(400 * time.Millisecond)
-	if rec.count() != n {
-		t.Fatalf("checked again after the commit (%d -> %d checks)", n, rec.count())
+	rec.next(t)
+	commit(t, svc, req.ProducerGroup, req.TranStateTableOffset, req.CommitLogOffset, message.TransactionCommitType, true)
+	got := f.settled("T", 3)
+	if len(got) != 2 || string(got[1].Body) != "pending" {
+		t.Fatalf("delivered %d, last %q", len(got), got[len(got)-1].Body)
+	}
+	// After it, never.
+	for range 3 {
+		if st := f.scan(svc, time.Second); st.Checked != 0 {
+			t.Fatalf("checked again after the commit: %+v", st)
+		}
+	}
+	if n := rec.count(); n != 2 {
+		t.Fatalf("%d checks, want 2", n)
 	}
 	for _, r := range rec.reqs {
 		if string(r.Msg.Body) != "pending" {
 			t.Fatalf("checked %q", r.Msg.Body)
 		}
 	}
-	if n := len(storetest.ReadQueue(t, st, "T", 3)); n != 2 {
+	if n := len(f.settled("T", 3)); n != 2 {
 		t.Fatalf("%d delivered, want 2", n)
+	}
+}
+
+// The loop runs the scan every CheckInterval on the real clock.
+func TestCheckLoop(t *testing.T) {
+	f := newFixture(t)
+	defer f.st.Close()
+	rec := newRecorder()
+	start := time.Now()
+	moving := func() time.Time { return f.clk.Now().Add(time.Since(start)) } // the store's clock stands still
+	svc := New(f.st, f.offs, rec.check, Config{CheckInterval: 20 * time.Millisecond, TransactionTimeout: 50 * time.Millisecond, Now: moving, Logf: t.Logf})
+	svc.Start()
+	defer svc.Close()
+	f.sendHalf("T", 0, "looped", "pg", nil)
+	if r := rec.next(t); string(r.Msg.Body) != "looped" {
+		t.Fatalf("checked %q", r.Msg.Body)
 	}
 }
 
 // A producer that never answers is asked CheckMax times, then the half
 // message is discarded.
 func TestCheckMaxDiscards(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	defer st.Close()
+	f := newFixture(t)
+	defer f.st.Close()
 	rec := newRecorder()
-	cfg := quickConfig(t)
-	cfg.TransactionTimeout, cfg.CheckMax = 100*time.Millisecond, 3
-	svc := New(st, loadOffsets(t, t.TempDir()), rec.check, cfg)
-	svc.Start()
-	defer svc.Close()
-	sendHalf(t, st, "T", 0, "orphan", "pg", nil)
+	svc := f.service(rec.check, func(c *Config) { c.TransactionTimeout, c.CheckMax = 100*time.Millisecond, 3 })
+	f.sendHalf("T", 0, "orphan", "pg", nil)
 	for i := 1; i <= 3; i++ {
-		if got := rec.next(t, 2*time.Second).Msg.Property(message.PropertyTransactionCheckTimes); got != string(rune('0'+i)) {
+		if st := f.scan(svc, 100*time.Millisecond); st.Checked != 1 {
+			t.Fatalf("scan %d: %+v", i, st)
+		}
+		if got := rec.next(t).Msg.Property(message.PropertyTransactionCheckTimes); got != fmt.Sprint(i) {
 			t.Fatalf("check %d has TRANSACTION_CHECK_TIMES %s", i, got)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	if st := f.scan(svc, 100*time.Millisecond); st.Checked != 0 || st.Discarded != 1 {
+		t.Fatalf("after CheckMax checks: %+v", st)
+	}
+	if st := f.scan(svc, time.Second); st.Checked != 0 || st.Discarded != 0 {
+		t.Fatalf("after the discard: %+v", st)
+	}
 	if n := rec.count(); n != 3 {
 		t.Fatalf("%d checks, want 3", n)
 	}
-	if n := len(storetest.ReadQueue(t, st, "T", 0)); n != 0 {
+	if n := len(f.settled("T", 0)); n != 0 {
 		t.Fatal("discarded message delivered")
 	}
-	if got := storetest.ReadQueue(t, st, DiscardTopic, 0); len(got) != 1 || string(got[0].Body) != "orphan" ||
+	if got := f.settled(DiscardTopic, 0); len(got) != 1 || string(got[0].Body) != "orphan" ||
 		got[0].Property(message.PropertyTransactionCheckTimes) != "3" || got[0].Property(message.PropertyRealTopic) != "T" {
 		t.Fatalf("discard topic holds %v", got)
 	}
-	stats, err := svc.Check()
-	if err != nil || stats.HalfOffset != st.MaxOffsetInQueue(HalfTopic, 0) {
-		t.Fatalf("after discard: %+v %v (half max %d)", stats, err, st.MaxOffsetInQueue(HalfTopic, 0))
+	if st := f.scan(svc, 0); st.HalfOffset != f.st.MaxOffsetInQueue(HalfTopic, 0) {
+		t.Fatalf("after discard: %+v (half max %d)", st, f.st.MaxOffsetInQueue(HalfTopic, 0))
 	}
 }
 
 // CHECK_IMMUNITY_TIME_IN_SECONDS delays the first check of its message
 // without holding up the messages behind it.
 func TestCheckImmunity(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	defer st.Close()
+	f := newFixture(t)
+	defer f.st.Close()
 	rec := newRecorder()
-	svc := New(st, loadOffsets(t, t.TempDir()), rec.check, quickConfig(t))
-	svc.Start()
-	defer svc.Close()
-	sent := time.Now()
-	sendHalf(t, st, "T", 0, "immune", "pg", map[string]string{message.PropertyCheckImmunityTimeInSecond: "1"})
-	sendHalf(t, st, "T", 0, "plain", "pg", nil)
-	first := rec.next(t, 2*time.Second)
-	if string(first.Msg.Body) != "plain" || time.Since(sent) > 700*time.Millisecond {
-		t.Fatalf("first check %q after %v", first.Msg.Body, time.Since(sent))
+	svc := f.service(rec.check, nil) // transactionTimeOut 300 ms
+	f.sendHalf("T", 0, "immune", "pg", map[string]string{message.PropertyCheckImmunityTimeInSecond: "1"})
+	f.sendHalf("T", 0, "plain", "pg", nil)
+	if st := f.scan(svc, 300*time.Millisecond); st.Checked != 1 {
+		t.Fatalf("at 300 ms: %+v", st)
+	}
+	first := rec.next(t)
+	if string(first.Msg.Body) != "plain" {
+		t.Fatalf("first check %q", first.Msg.Body)
 	}
 	commit(t, svc, "pg", first.TranStateTableOffset, first.CommitLogOffset, message.TransactionRollbackType, true)
-	second := rec.next(t, 3*time.Second)
-	if string(second.Msg.Body) != "immune" || time.Since(sent) < time.Second {
-		t.Fatalf("second check %q after %v", second.Msg.Body, time.Since(sent))
+	if st := f.scan(svc, 699*time.Millisecond); st.Checked != 0 {
+		t.Fatalf("immune message checked at 999 ms: %+v", st)
+	}
+	if st := f.scan(svc, time.Millisecond); st.Checked != 1 {
+		t.Fatalf("at 1 s: %+v", st)
+	}
+	if second := rec.next(t); string(second.Msg.Body) != "immune" {
+		t.Fatalf("second check %q", second.Msg.Body)
 	}
 }
 
 // Pending half messages survive a restart and are checked afterwards;
 // ended ones are neither checked nor delivered again.
 func TestRestartKeepsPending(t *testing.T) {
-	root := t.TempDir()
-	st := openStore(t, root)
-	offs := loadOffsets(t, root)
+	f := newFixture(t)
 	rec := newRecorder()
-	svc := New(st, offs, rec.check, quickConfig(t))
-	svc.Start()
-	a := sendHalf(t, st, "T", 0, "ended", "pg", nil)
+	svc := f.service(rec.check, nil)
+	a := f.sendHalf("T", 0, "ended", "pg", nil)
 	commit(t, svc, "pg", a.QueueOffset, a.PhysicalOffset, message.TransactionCommitType, false)
-	sendHalf(t, st, "T", 0, "checked-once", "pg", nil)
-	rec.next(t, 2*time.Second) // checked; the producer's answer is lost in the restart
-	sendHalf(t, st, "T", 0, "young", "pg", nil)
+	f.sendHalf("T", 0, "checked-once", "pg", nil)
+	if st := f.scan(svc, 300*time.Millisecond); st.Checked != 1 {
+		t.Fatalf("before the restart: %+v", st)
+	}
+	rec.next(t) // the producer's answer is lost in the restart
+	f.sendHalf("T", 0, "young", "pg", nil)
 	svc.Close()
-	if err := offs.Persist(true); err != nil {
+	if err := f.offs.Persist(true); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Close(); err != nil {
+	if err := f.st.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	st = openStore(t, root)
-	defer st.Close()
+	f.open()
+	defer f.st.Close()
 	rec = newRecorder()
-	svc = New(st, loadOffsets(t, root), rec.check, quickConfig(t))
-	svc.Start()
-	defer svc.Close()
+	svc = f.service(rec.check, nil)
+	if st := f.scan(svc, 300*time.Millisecond); st.Checked != 2 {
+		t.Fatalf("after the restart: %+v", st)
+	}
 	seen := map[string]*CheckRequest{}
-	for len(seen) < 2 {
-		r := rec.next(t, 3*time.Second)
+	for range 2 {
+		r := rec.next(t)
 		seen[string(r.Msg.Body)] = r
 	}
 	if seen["checked-once"] == nil || seen["young"] == nil {
@@ -250,25 +282,18 @@ func TestRestartKeepsPending(t *testing.T) {
 	for _, r := range seen {
 		commit(t, svc, r.ProducerGroup, r.TranStateTableOffset, r.CommitLogOffset, message.TransactionCommitType, true)
 	}
-	got := storetest.WaitQueue(t, st, "T", 0, 3, time.Second)
-	time.Sleep(300 * time.Millisecond)
-	got = storetest.ReadQueue(t, st, "T", 0)
+	for range 2 {
+		if st := f.scan(svc, time.Second); st.Checked != 0 {
+			t.Fatalf("checked again after the commits: %+v", st)
+		}
+	}
 	bodies := map[string]int{}
+	got := f.settled("T", 0)
 	for _, m := range got {
 		bodies[string(m.Body)]++
 	}
 	if len(got) != 3 || bodies["ended"] != 1 || bodies["checked-once"] != 1 || bodies["young"] != 1 {
 		t.Fatalf("delivered %v", bodies)
-	}
-	n := rec.count()
-	time.Sleep(300 * time.Millisecond)
-	if rec.count() != n {
-		t.Fatal("checked again after the commits")
-	}
-	for _, r := range rec.reqs {
-		if string(r.Msg.Body) == "ended" {
-			t.Fatal("ended transaction checked")
-		}
 	}
 }
 
@@ -276,18 +301,19 @@ func TestRestartKeepsPending(t *testing.T) {
 // copy; its answers to all of them commit once, and no copy is checked
 // after the first answer.
 func TestSlowProducerCommitsOnce(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	defer st.Close()
+	f := newFixture(t)
+	defer f.st.Close()
 	rec := newRecorder()
-	cfg := quickConfig(t)
-	cfg.TransactionTimeout = 100 * time.Millisecond
-	svc := New(st, loadOffsets(t, t.TempDir()), rec.check, cfg)
-	svc.Start()
-	defer svc.Close()
-	sendHalf(t, st, "T", 0, "slow", "pg", nil)
-	r1 := rec.next(t, 2*time.Second)
-	r2 := rec.next(t, 2*time.Second)
-	r3 := rec.next(t, 2*time.Second)
+	svc := f.service(rec.check, func(c *Config) { c.TransactionTimeout = 100 * time.Millisecond })
+	f.sendHalf("T", 0, "slow", "pg", nil)
+	var reqs []*CheckRequest
+	for i := range 3 {
+		if st := f.scan(svc, 100*time.Millisecond); st.Checked != 1 {
+			t.Fatalf("scan %d: %+v", i, st)
+		}
+		reqs = append(reqs, rec.next(t))
+	}
+	r1, r2, r3 := reqs[0], reqs[1], reqs[2]
 	if r1.CommitLogOffset == r2.CommitLogOffset || r2.CommitLogOffset == r3.CommitLogOffset {
 		t.Fatal("checks name the same copy")
 	}
@@ -297,13 +323,12 @@ func TestSlowProducerCommitsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // a scan running during the answers may still ask once
-	n := rec.count()
-	time.Sleep(300 * time.Millisecond)
-	if rec.count() != n {
-		t.Fatalf("checked after the answers: %d -> %d", n, rec.count())
+	for range 2 {
+		if st := f.scan(svc, time.Second); st.Checked != 0 {
+			t.Fatalf("checked after the answers: %+v", st)
+		}
 	}
-	if got := storetest.ReadQueue(t, st, "T", 0); len(got) != 1 {
+	if got := f.settled("T", 0); len(got) != 1 {
 		t.Fatalf("delivered %d times", len(got))
 	}
 }
@@ -315,24 +340,19 @@ type noFlush struct{ Store }
 func (noFlush) FlushedOffset() int64 { return 0 }
 
 func TestOffsetsWaitForFlush(t *testing.T) {
-	root := t.TempDir()
-	st := openStore(t, root)
-	defer st.Close()
-	offs := loadOffsets(t, root)
+	f := newFixture(t)
+	defer f.st.Close()
 	rec := newRecorder()
-	cfg := quickConfig(t)
-	cfg.TransactionTimeout = 50 * time.Millisecond
-	svc := New(noFlush{st}, offs, rec.check, cfg)
-	sendHalf(t, st, "T", 0, "x", "pg", nil)
-	time.Sleep(60 * time.Millisecond)
-	if s, err := svc.Check(); err != nil || s.Checked != 1 || s.HalfOffset != 1 {
-		t.Fatalf("scan %+v %v", s, err)
+	svc := New(noFlush{f.st}, f.offs, rec.check, Config{TransactionTimeout: 50 * time.Millisecond, Now: f.clk.Now, Logf: t.Logf})
+	f.sendHalf("T", 0, "x", "pg", nil)
+	if s := f.scan(svc, 60*time.Millisecond); s.Checked != 1 || s.HalfOffset != 1 {
+		t.Fatalf("scan %+v", s)
 	}
-	if got := offs.Query(SysGroup, HalfTopic, 0); got != -1 {
+	if got := f.offs.Query(SysGroup, HalfTopic, 0); got != -1 {
 		t.Fatalf("committed %d before the copy was flushed", got)
 	}
 	svc.Close()
-	if got := offs.Query(SysGroup, HalfTopic, 0); got != 1 {
+	if got := f.offs.Query(SysGroup, HalfTopic, 0); got != 1 {
 		t.Fatalf("after Close committed %d, want 1", got)
 	}
 }

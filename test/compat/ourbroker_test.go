@@ -202,15 +202,23 @@ func (f *oursFixture) javaClient(t *testing.T, j procs.Java, what string, args .
 // javaProgram is javaClient for any program of test/compat/java/src/org/openrmq/compat.
 func (f *oursFixture) javaProgram(t *testing.T, j procs.Java, class, what string, args ...string) (out, dir string) {
 	t.Helper()
+	return runJavaProgram(t, j, f.work, "OUR broker "+f.broker.Addr, class, what, args...)
+}
+
+// runJavaProgram runs a program of test/compat/java/src/org/openrmq/compat in a directory of
+// its own under work; it fails the test unless the program printed "RESULT OK" and exited 0.
+// against names the broker in failure messages.
+func runJavaProgram(t *testing.T, j procs.Java, work, against, class, what string, args ...string) (out, dir string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), javaClientTimeout)
 	defer cancel()
 	name := uniq("java-" + args[0])
-	dir = filepath.Join(f.work, "java-clients", name)
+	dir = filepath.Join(work, "java-clients", name)
 	start := time.Now()
 	out, err := j.RunMain(ctx, dir, name, "org.openrmq.compat."+class, args...)
 	if err != nil || !strings.Contains(out, "RESULT OK") {
-		t.Fatalf("%s: Java %s %s against OUR broker %s failed after %s (%v).\nJava client log: %s\nProgram output (last lines):\n%s",
-			what, class, strings.Join(args, " "), f.broker.Addr, time.Since(start).Round(time.Millisecond), err,
+		t.Fatalf("%s: Java %s %s against %s failed after %s (%v).\nJava client log: %s\nProgram output (last lines):\n%s",
+			what, class, strings.Join(args, " "), against, time.Since(start).Round(time.Millisecond), err,
 			filepath.Join(dir, "logs", "rocketmq_client.log"), lastLines(out, 40))
 	}
 	t.Logf("%s: Java %s %s OK in %s: %s", what, class, args[0], time.Since(start).Round(time.Millisecond), resultLine(out))

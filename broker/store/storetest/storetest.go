@@ -1,9 +1,10 @@
 // Package storetest holds helpers for tests that run on a real broker/store in a temp
-// folder: a small configuration, and reading a queue back.
+// folder: a small configuration, a settable clock, and reading a queue back.
 package storetest
 
 import (
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,18 +71,53 @@ func ReadQueue(t testing.TB, st *store.Store, topic string, qid int32) []*messag
 	}
 }
 
+// Patience bounds the waits below: long enough for a loaded CI machine, so a
+// timeout means the awaited thing is not coming.
+const Patience = 30 * time.Second
+
 // WaitQueue polls until topic/qid holds at least n messages and returns them.
-func WaitQueue(t testing.TB, st *store.Store, topic string, qid int32, n int, within time.Duration) []*message.MessageExt {
+func WaitQueue(t testing.TB, st *store.Store, topic string, qid int32, n int) []*message.MessageExt {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(Patience)
 	for {
 		got := ReadQueue(t, st, topic, qid)
 		if len(got) >= n {
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s/%d: %d messages after %v, want %d", topic, qid, len(got), within, n)
+			t.Fatalf("%s/%d: %d messages after %v, want %d", topic, qid, len(got), Patience, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// WaitDispatched waits until the consume queues cover everything appended so
+// far: after it, what a queue does not hold was never put.
+func WaitDispatched(t testing.TB, st *store.Store) {
+	t.Helper()
+	deadline := time.Now().Add(Patience)
+	for st.DispatchBehind() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("dispatch %d bytes behind after %v", st.DispatchBehind(), Patience)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Clock is a settable clock for store.Config.Now and the services that
+// compare against store timestamps. Safe for concurrent use.
+type Clock struct{ ms atomic.Int64 }
+
+// NewClock returns a clock standing at start (millisecond precision, as
+// store timestamps).
+func NewClock(start time.Time) *Clock {
+	c := &Clock{}
+	c.ms.Store(start.UnixMilli())
+	return c
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }

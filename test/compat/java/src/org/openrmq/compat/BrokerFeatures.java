@@ -94,6 +94,21 @@ public final class BrokerFeatures {
             + " reconsume=" + m.getReconsumeTimes() + " born=" + m.getBornTimestamp() + " store=" + m.getStoreTimestamp();
     }
 
+    /**
+     * deliveredProperties is m's properties in key order, with the values that differ from
+     * run to run or broker to broker (ids, offsets, times, the topic and prefix names) masked,
+     * so that two brokers' deliveries of the same message compare equal as text.
+     */
+    static String deliveredProperties(MessageExt m, String topic, String prefix) {
+        java.util.Set<String> masked = java.util.Set.of("UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "CLUSTER");
+        StringBuilder b = new StringBuilder();
+        for (Map.Entry<String, String> e : new TreeMap<>(m.getProperties()).entrySet()) {
+            String v = masked.contains(e.getKey()) ? "*" : e.getValue().replace(topic, "<topic>").replace(prefix, "<prefix>");
+            b.append(e.getKey()).append('=').append(v).append(' ');
+        }
+        return b.toString().trim();
+    }
+
     static void sendOK(SendResult r, String what) {
         System.out.println("SENT " + what + " " + r.getSendStatus() + " queue=" + r.getMessageQueue().getQueueId() + " queueOffset=" + r.getQueueOffset());
         if (r.getSendStatus() != SendStatus.SEND_OK) {
@@ -185,8 +200,10 @@ public final class BrokerFeatures {
                         for (MessageExt m : msgs) {
                             at[0] = System.currentTimeMillis();
                             System.out.println("RECV " + line(m) + " delayLevelProperty=" + m.getProperty("DELAY") + " realTopic=" + m.getProperty("REAL_TOPIC"));
+                            System.out.println("PROPS " + deliveredProperties(m, topic, prefix));
                             String diff = BrokerClient.check(m, topic, prefix, 0);
                             if (!diff.isEmpty()) bad.add(diff);
+                            if (m.getDelayTimeLevel() != 2) bad.add("getDelayTimeLevel() " + m.getDelayTimeLevel() + ", sent with 2");
                             if (m.getStoreTimestamp() - m.getBornTimestamp() < 800) {
                                 bad.add("delivered " + (m.getStoreTimestamp() - m.getBornTimestamp()) + "ms after it was born, want >= 1s (delayTimeLevel 2)");
                             }
