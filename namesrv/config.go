@@ -33,6 +33,12 @@ type Config struct {
 
 	ScanNotActiveBrokerInterval time.Duration // how often silent brokers are looked for
 	BrokerChannelExpiredTime    time.Duration // silence after which a broker is dropped
+	// MaxBrokersPerConnection caps the distinct broker addresses one connection may have
+	// registered at a time; further ones are refused. A broker process registers its own
+	// address over its own connection, a 5.x broker container one address per broker it
+	// hosts; the cap keeps one client from filling the table. Ours, not a Java key; an
+	// update applies to the next registration and evicts nothing.
+	MaxBrokersPerConnection int
 
 	Logger *slog.Logger // [slog.Default()]
 }
@@ -49,6 +55,7 @@ func DefaultConfig() Config {
 		ServerWorkerThreads:         8,
 		ScanNotActiveBrokerInterval: 5 * time.Second,
 		BrokerChannelExpiredTime:    120 * time.Second,
+		MaxBrokersPerConnection:     128,
 	}
 }
 
@@ -65,6 +72,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namesrv: scanNotActiveBrokerInterval must be positive, got %v", c.ScanNotActiveBrokerInterval)
 	case c.BrokerChannelExpiredTime <= 0:
 		return fmt.Errorf("namesrv: brokerChannelExpiredTime must be positive, got %v", c.BrokerChannelExpiredTime)
+	case c.MaxBrokersPerConnection <= 0:
+		return fmt.Errorf("namesrv: maxBrokersPerConnection must be positive, got %d", c.MaxBrokersPerConnection)
 	}
 	return nil
 }
@@ -116,7 +125,7 @@ func millis(f func(*Config) *time.Duration) setter {
 func ignored(*Config, string) error { return nil }
 
 // configKeys maps every accepted key to its setter. Netty tuning keys are accepted and
-// ignored: the Go runtime has no equivalent knobs.
+// ignored: the Go runtime has no equivalent knobs. maxBrokersPerConnection is ours.
 var configKeys = map[string]setter{
 	"rocketmqHome":                str(func(c *Config) *string { return &c.RocketmqHome }),
 	"kvConfigPath":                str(func(c *Config) *string { return &c.KVConfigPath }),
@@ -129,6 +138,7 @@ var configKeys = map[string]setter{
 	"serverWorkerThreads":         integer(func(c *Config) *int { return &c.ServerWorkerThreads }),
 	"scanNotActiveBrokerInterval": millis(func(c *Config) *time.Duration { return &c.ScanNotActiveBrokerInterval }),
 	"brokerChannelExpiredTime":    millis(func(c *Config) *time.Duration { return &c.BrokerChannelExpiredTime }),
+	"maxBrokersPerConnection":     integer(func(c *Config) *int { return &c.MaxBrokersPerConnection }),
 
 	"serverCallbackExecutorThreads":      ignored,
 	"serverSelectorThreads":              ignored,
@@ -208,6 +218,7 @@ func (c *Config) Properties() string {
 		"serverWorkerThreads":         strconv.Itoa(c.ServerWorkerThreads),
 		"scanNotActiveBrokerInterval": strconv.FormatInt(c.ScanNotActiveBrokerInterval.Milliseconds(), 10),
 		"brokerChannelExpiredTime":    strconv.FormatInt(c.BrokerChannelExpiredTime.Milliseconds(), 10),
+		"maxBrokersPerConnection":     strconv.Itoa(c.MaxBrokersPerConnection),
 	}
 	return properties.Format(kv)
 }

@@ -19,6 +19,7 @@ kvConfigPath=/data/kv.json
 rocketmqHome: /opt/rmq
 scanNotActiveBrokerInterval=1000
 brokerChannelExpiredTime=30s
+maxBrokersPerConnection=16
 serverSelectorThreads=3
 mysteryKey=1
 `), 0o644)
@@ -27,7 +28,7 @@ mysteryKey=1
 		t.Fatal(err)
 	}
 	if cfg.ListenPort != 9999 || cfg.KVConfigPath != "/data/kv.json" || cfg.RocketmqHome != "/opt/rmq" ||
-		cfg.ScanNotActiveBrokerInterval != time.Second || cfg.BrokerChannelExpiredTime != 30*time.Second {
+		cfg.ScanNotActiveBrokerInterval != time.Second || cfg.BrokerChannelExpiredTime != 30*time.Second || cfg.MaxBrokersPerConnection != 16 {
 		t.Errorf("cfg = %+v", cfg)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "mysteryKey") {
@@ -39,6 +40,7 @@ mysteryKey=1
 		"listenPort=70000\n":            "listenPort",
 		"brokerChannelExpiredTime=-1\n": "brokerChannelExpiredTime",
 		"orderMessageEnable=maybe\n":    "orderMessageEnable",
+		"maxBrokersPerConnection=0\n":   "maxBrokersPerConnection",
 	} {
 		os.WriteFile(path, []byte(content), 0o644)
 		if _, _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), key) {

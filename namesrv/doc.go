@@ -22,6 +22,17 @@
 // addresses (a slave after its master left) is registered; a topic no live group
 // serves disappears.
 //
+// Removal costs what the removed address contributed, found through indexes (see
+// routeTable), and many addresses at once (a closed connection, an expiry scan) go in
+// chunks that release the table lock between them, so route lookups keep being
+// answered. Up to ten removed brokers are logged one line each, more in one summary.
+//
+// One connection may have at most MaxBrokersPerConnection (maxBrokersPerConnection,
+// default 128) broker addresses registered; a further one is refused with SYSTEM_ERROR
+// and a remark naming the key, and logged at most once per 10 s. A broker registers its
+// own address over its own connection (a 5.x broker container one per broker it hosts),
+// so the cap is far above real use; it stops one client from filling the table.
+//
 // Only a master's topic table is routed, and only when its DataVersion changed (or on
 // its first registration); a slave learns its master's address and HA address from
 // the REGISTER_BROKER response.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,11 +27,18 @@ func testConfig(dir string) Config {
 
 func startNameServer(t *testing.T, cfg Config) *NameServer {
 	t.Helper()
-	ns, err := New(cfg)
-	if err != nil {
+	ns := newNameServer(t, cfg)
+	if err := ns.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := ns.Start(); err != nil {
+	return ns
+}
+
+// newNameServer is a name server not started yet, shut down when the test ends.
+func newNameServer(t *testing.T, cfg Config) *NameServer {
+	t.Helper()
+	ns, err := New(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -53,11 +61,16 @@ func invoke(t *testing.T, cl *remoting.Client, addr string, code int16, hdr any,
 	if hdr != nil {
 		fields = remoting.EncodeHeader(hdr)
 	}
+	return send(t, cl, addr, remoting.NewRequest(code, fields, body))
+}
+
+func send(t *testing.T, cl *remoting.Client, addr string, req *remoting.Command) *remoting.Command {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := cl.Invoke(ctx, addr, remoting.NewRequest(code, fields, body))
+	resp, err := cl.Invoke(ctx, addr, req)
 	if err != nil {
-		t.Fatalf("invoke code %d: %v", code, err)
+		t.Fatalf("invoke code %d: %v", req.Code, err)
 	}
 	return resp
 }
@@ -90,18 +103,27 @@ func topics(names ...string) map[string]*protocol.TopicConfig {
 
 func (b fakeBroker) register(t *testing.T, cl *remoting.Client, nsAddr string, compress bool) *remoting.Command {
 	t.Helper()
+	req, err := b.request(compress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustSucceed(t, send(t, cl, nsAddr, req))
+}
+
+// request is b's REGISTER_BROKER.
+func (b fakeBroker) request(compress bool) (*remoting.Command, error) {
 	body := protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: protocol.TopicConfigSerializeWrapper{
 		TopicConfigTable: b.topics, DataVersion: b.version,
 	}}
 	data, err := body.Encode(compress)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	h := protocol.RegisterBrokerRequestHeader{
 		BrokerName: b.name, BrokerAddr: b.addr, ClusterName: b.cluster, HaServerAddr: b.ha,
 		BrokerID: b.id, Compressed: compress,
 	}
-	return mustSucceed(t, invoke(t, cl, nsAddr, remoting.RegisterBroker, &h, data))
+	return remoting.NewRequest(remoting.RegisterBroker, remoting.EncodeHeader(&h), data), nil
 }
 
 func getRoute(t *testing.T, cl *remoting.Client, addr, topic string) (*protocol.TopicRouteData, *remoting.Command) {
@@ -137,4 +159,51 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// logRecorder is a slog handler that keeps every message, for tests of what is logged.
+type logRecorder struct {
+	mu      sync.Mutex
+	msgs    []string
+	waiting map[string]chan struct{}
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
+
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	if ch, ok := r.waiting[rec.Message]; ok {
+		close(ch)
+		delete(r.waiting, rec.Message)
+	}
+	return nil
+}
+
+// count says how many lines had message msg.
+func (r *logRecorder) count(msg string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.msgs {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// await returns a channel closed once a line with message msg is logged after the call.
+func (r *logRecorder) await(msg string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting == nil {
+		r.waiting = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	r.waiting[msg] = ch
+	return ch
 }

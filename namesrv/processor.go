@@ -79,11 +79,21 @@ func (n *NameServer) registerBroker(conn *remoting.Conn, req *remoting.Command) 
 	} else {
 		topics = &protocol.TopicConfigSerializeWrapper{}
 	}
-	res := n.routes.register(registration{
+	limit := n.config().MaxBrokersPerConnection
+	res, err := n.routes.register(registration{
 		cluster: h.ClusterName, brokerName: h.BrokerName, brokerAddr: h.BrokerAddr,
 		haServerAddr: h.HaServerAddr, brokerID: h.BrokerID,
 		topics: topics, filterServers: filters, conn: conn,
-	}, time.Now())
+	}, time.Now(), limit)
+	if err != nil {
+		// A client can provoke this at will: log it at most once per interval.
+		if ok, held := n.refusedLog.allow(time.Now()); ok {
+			n.log.Warn("register broker refused: too many brokers on one connection", "addr", h.BrokerAddr,
+				"remote", conn.RemoteAddr(), "maxBrokersPerConnection", limit, "refusedSinceLastLine", held)
+		}
+		return nil, fmt.Errorf("register broker %s refused: connection %s already registered %d broker addresses (maxBrokersPerConnection)",
+			h.BrokerAddr, conn.RemoteAddr(), limit)
+	}
 	// The connection may have closed while this request waited for a worker: OnClose then
 	// found nothing to remove, so the registration must not outlive it.
 	if conn.Err() != nil {
@@ -105,7 +115,7 @@ func (n *NameServer) unregisterBroker(_ *remoting.Conn, req *remoting.Command) (
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return nil, err
 	}
-	n.routes.unregister(h.ClusterName, h.BrokerAddr, h.BrokerName, h.BrokerID)
+	n.routes.unregister(h.BrokerAddr, h.BrokerName, h.BrokerID)
 	n.log.Info("broker unregistered", "cluster", h.ClusterName, "broker", h.BrokerName, "id", h.BrokerID, "addr", h.BrokerAddr)
 	return ok(req, nil), nil
 }

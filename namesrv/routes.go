@@ -1,7 +1,9 @@
 package namesrv
 
 import (
+	"errors"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -12,30 +14,50 @@ import (
 
 // brokerLive is what the name server knows of one registered broker address.
 type brokerLive struct {
+	addr         string
 	lastUpdate   time.Time
 	dataVersion  protocol.DataVersion
-	conn         *remoting.Conn // the connection it registered over; nil in unit tests
+	conn         *remoting.Conn // the connection it registered over; an identity token in unit tests
 	haServerAddr string
+}
+
+// brokerGroup is one brokerName: its addresses, and where else the name is entered, so
+// that removing it touches its own entries only.
+type brokerGroup struct {
+	data     *protocol.BrokerData
+	clusters map[string]struct{} // clusters listing the name
+	topics   map[string]struct{} // topics with queues on it
 }
 
 // routeTable is the name server's view of the clusters, like Java's RouteInfoManager.
 // One RWMutex guards every map; no method calls out while holding it.
+//
+// Invariants: a name is in clusters[c] iff c is in groups[name].clusters; topicQueues
+// has topic -> name iff topic is in groups[name].topics; addrNames[a] holds name iff a
+// is one of groups[name]'s addresses (an address has one id within a group); connAddrs
+// holds a under c iff live[a].conn is c. verify (in tests) checks them.
 type routeTable struct {
 	mu            sync.RWMutex
 	topicQueues   map[string]map[string]*protocol.QueueData // topic -> brokerName -> queues
-	brokers       map[string]*protocol.BrokerData           // brokerName -> group
+	groups        map[string]*brokerGroup                   // brokerName -> group
 	clusters      map[string]map[string]struct{}            // cluster -> brokerNames
 	live          map[string]*brokerLive                    // brokerAddr -> liveness
 	filterServers map[string][]string                       // brokerAddr -> filter servers
+	addrNames     map[string]map[string]struct{}            // brokerAddr -> brokerNames listing it
+	connAddrs     map[*remoting.Conn]map[string]struct{}    // connection -> brokerAddrs registered over it
+
+	afterChunk func() // test hook: runs between removal chunks, with the lock released
 }
 
 func newRouteTable() *routeTable {
 	return &routeTable{
 		topicQueues:   map[string]map[string]*protocol.QueueData{},
-		brokers:       map[string]*protocol.BrokerData{},
+		groups:        map[string]*brokerGroup{},
 		clusters:      map[string]map[string]struct{}{},
 		live:          map[string]*brokerLive{},
 		filterServers: map[string][]string{},
+		addrNames:     map[string]map[string]struct{}{},
+		connAddrs:     map[*remoting.Conn]map[string]struct{}{},
 	}
 }
 
@@ -54,49 +76,62 @@ type registerResult struct {
 	isNew                bool // the address was not registered before
 }
 
+// errConnFull refuses a new address on a connection that registered its maximum.
+var errConnFull = errors.New("namesrv: too many broker addresses registered over one connection")
+
 // register records a broker and, for a master whose topic table changed, its topics.
-func (t *routeTable) register(r registration, now time.Time) registerResult {
+// A connection registers at most maxPerConn distinct addresses: beyond, errConnFull.
+func (t *routeTable) register(r registration, now time.Time, maxPerConn int) (registerResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	names := t.clusters[r.cluster]
-	if names == nil {
-		names = map[string]struct{}{}
-		t.clusters[r.cluster] = names
+	prev, known := t.live[r.brokerAddr]
+	if (!known || prev.conn != r.conn) && len(t.connAddrs[r.conn]) >= maxPerConn {
+		return registerResult{}, errConnFull
 	}
-	names[r.brokerName] = struct{}{}
 
 	first := false
-	bd := t.brokers[r.brokerName]
-	if bd == nil {
+	g := t.groups[r.brokerName]
+	if g == nil {
 		first = true
-		bd = &protocol.BrokerData{Cluster: r.cluster, BrokerName: r.brokerName, BrokerAddrs: map[int64]string{}}
-		t.brokers[r.brokerName] = bd
+		g = &brokerGroup{
+			data:     &protocol.BrokerData{Cluster: r.cluster, BrokerName: r.brokerName, BrokerAddrs: map[int64]string{}},
+			clusters: map[string]struct{}{},
+			topics:   map[string]struct{}{},
+		}
+		t.groups[r.brokerName] = g
 	}
+	g.clusters[r.cluster] = struct{}{}
+	addToSet(t.clusters, r.cluster, r.brokerName)
+
 	// One address has one id: a slave promoted to master drops its old slave entry.
-	for id, addr := range bd.BrokerAddrs {
+	addrs := g.data.BrokerAddrs
+	for id, addr := range addrs {
 		if addr == r.brokerAddr && id != r.brokerID {
-			delete(bd.BrokerAddrs, id)
+			delete(addrs, id)
 		}
 	}
-	old, had := bd.BrokerAddrs[r.brokerID]
-	bd.BrokerAddrs[r.brokerID] = r.brokerAddr
+	old, had := addrs[r.brokerID]
+	if had && old != r.brokerAddr {
+		removeFromSet(t.addrNames, old, r.brokerName) // another address took the id
+	}
+	addrs[r.brokerID] = r.brokerAddr
+	addToSet(t.addrNames, r.brokerAddr, r.brokerName)
 	first = first || !had || old == ""
 
-	if r.topics != nil && r.brokerID == protocol.MasterID {
-		prev, ok := t.live[r.brokerAddr]
-		if first || !ok || prev.dataVersion != r.topics.DataVersion {
-			for _, tc := range r.topics.TopicConfigTable {
-				t.putQueueDataLocked(r.brokerName, tc)
-			}
+	if r.topics != nil && r.brokerID == protocol.MasterID && (first || !known || prev.dataVersion != r.topics.DataVersion) {
+		for _, tc := range r.topics.TopicConfigTable {
+			t.putQueueDataLocked(r.brokerName, g, tc)
 		}
 	}
 	dv := protocol.DataVersion{}
 	if r.topics != nil {
 		dv = r.topics.DataVersion
 	}
-	_, known := t.live[r.brokerAddr]
-	res := registerResult{isNew: !known}
-	t.live[r.brokerAddr] = &brokerLive{lastUpdate: now, dataVersion: dv, conn: r.conn, haServerAddr: r.haServerAddr}
+	if known {
+		removeFromSet(t.connAddrs, prev.conn, r.brokerAddr)
+	}
+	t.live[r.brokerAddr] = &brokerLive{addr: r.brokerAddr, lastUpdate: now, dataVersion: dv, conn: r.conn, haServerAddr: r.haServerAddr}
+	addToSet(t.connAddrs, r.conn, r.brokerAddr)
 	if r.filterServers != nil {
 		if len(r.filterServers) == 0 {
 			delete(t.filterServers, r.brokerAddr)
@@ -104,17 +139,18 @@ func (t *routeTable) register(r registration, now time.Time) registerResult {
 			t.filterServers[r.brokerAddr] = slices.Clone(r.filterServers)
 		}
 	}
+	res := registerResult{isNew: !known}
 	if r.brokerID != protocol.MasterID {
-		if m := bd.BrokerAddrs[protocol.MasterID]; m != "" {
+		if m := addrs[protocol.MasterID]; m != "" {
 			if ml := t.live[m]; ml != nil {
 				res.masterAddr, res.masterHA = m, ml.haServerAddr
 			}
 		}
 	}
-	return res
+	return res, nil
 }
 
-func (t *routeTable) putQueueDataLocked(brokerName string, tc *protocol.TopicConfig) {
+func (t *routeTable) putQueueDataLocked(brokerName string, g *brokerGroup, tc *protocol.TopicConfig) {
 	if tc == nil || tc.TopicName == "" {
 		return
 	}
@@ -130,91 +166,125 @@ func (t *routeTable) putQueueDataLocked(brokerName string, tc *protocol.TopicCon
 		Perm:           tc.Perm,
 		TopicSysFlag:   tc.TopicSysFlag,
 	}
+	g.topics[tc.TopicName] = struct{}{}
 }
 
 // unregister removes one broker address, as UNREGISTER_BROKER asks.
-func (t *routeTable) unregister(cluster, brokerAddr, brokerName string, brokerID int64) {
+func (t *routeTable) unregister(brokerAddr, brokerName string, brokerID int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.live, brokerAddr)
-	delete(t.filterServers, brokerAddr)
-	bd := t.brokers[brokerName]
-	if bd == nil {
+	t.forgetLiveLocked(brokerAddr)
+	g := t.groups[brokerName]
+	if g == nil {
 		return
 	}
-	delete(bd.BrokerAddrs, brokerID)
-	if len(bd.BrokerAddrs) == 0 {
-		t.removeBrokerNameLocked(cluster, brokerName)
+	if addr, ok := g.data.BrokerAddrs[brokerID]; ok {
+		delete(g.data.BrokerAddrs, brokerID)
+		removeFromSet(t.addrNames, addr, brokerName)
 	}
+	if len(g.data.BrokerAddrs) == 0 {
+		t.removeGroupLocked(brokerName)
+	}
+}
+
+// forgetLiveLocked drops brokerAddr's liveness and filter servers.
+func (t *routeTable) forgetLiveLocked(brokerAddr string) {
+	if l, ok := t.live[brokerAddr]; ok {
+		delete(t.live, brokerAddr)
+		removeFromSet(t.connAddrs, l.conn, brokerAddr)
+	}
+	delete(t.filterServers, brokerAddr)
 }
 
 // removeAddrLocked forgets brokerAddr wherever it is registered (a closed connection or
-// an expiry: the name server knows only the address).
-func (t *routeTable) removeAddrLocked(brokerAddr string) {
-	delete(t.live, brokerAddr)
-	delete(t.filterServers, brokerAddr)
-	for name, bd := range t.brokers {
-		for id, addr := range bd.BrokerAddrs {
+// an expiry: the name server knows only the address) and returns how many entries it
+// dropped, the measure of the work done under the lock.
+func (t *routeTable) removeAddrLocked(brokerAddr string) int {
+	t.forgetLiveLocked(brokerAddr)
+	work := 0
+	for name := range t.addrNames[brokerAddr] {
+		g := t.groups[name]
+		for id, addr := range g.data.BrokerAddrs {
 			if addr == brokerAddr {
-				delete(bd.BrokerAddrs, id)
+				delete(g.data.BrokerAddrs, id)
 			}
 		}
-		if len(bd.BrokerAddrs) == 0 {
-			t.removeBrokerNameLocked(bd.Cluster, name)
+		work++
+		if len(g.data.BrokerAddrs) == 0 {
+			work += t.removeGroupLocked(name)
 		}
 	}
+	delete(t.addrNames, brokerAddr)
+	return work
 }
 
-// removeBrokerNameLocked drops a broker group with no address left, its cluster entry
-// and its queues; a topic served by no broker any more disappears.
-func (t *routeTable) removeBrokerNameLocked(cluster, brokerName string) {
-	delete(t.brokers, brokerName)
-	if names := t.clusters[cluster]; names != nil {
-		delete(names, brokerName)
-		if len(names) == 0 {
-			delete(t.clusters, cluster)
+// removeGroupLocked drops a broker group with no address left, its cluster entries and
+// its queues; a topic served by no broker any more disappears. It returns how many
+// entries it dropped.
+func (t *routeTable) removeGroupLocked(brokerName string) int {
+	g := t.groups[brokerName]
+	delete(t.groups, brokerName)
+	for cluster := range g.clusters {
+		removeFromSet(t.clusters, cluster, brokerName)
+	}
+	for topic := range g.topics {
+		removeFromSet(t.topicQueues, topic, brokerName)
+	}
+	return 1 + len(g.clusters) + len(g.topics)
+}
+
+// removeChunkWork bounds the entries one hold of the write lock drops when many brokers
+// go at once (a connection that registered thousands closes, a mass expiry): lookups
+// wait for one chunk, a fraction of a millisecond, instead of the whole batch.
+const removeChunkWork = 256
+
+// removeAddrs forgets those of addrs whose liveness still passes keep, checked under the
+// lock since a broker may re-register between chunks, and returns what it forgot. It
+// releases the lock after every removeChunkWork entries.
+func (t *routeTable) removeAddrs(addrs []string, keep func(*brokerLive) bool) []*brokerLive {
+	var gone []*brokerLive
+	for len(addrs) > 0 {
+		t.mu.Lock()
+		for work := 0; work < removeChunkWork && len(addrs) > 0; work++ {
+			l := t.live[addrs[0]]
+			addrs = addrs[1:]
+			if l != nil && keep(l) {
+				gone = append(gone, l)
+				work += t.removeAddrLocked(l.addr)
+			}
+		}
+		t.mu.Unlock()
+		runtime.Gosched() // the lookups waiting get the processor too, not only the lock
+		if t.afterChunk != nil {
+			t.afterChunk()
 		}
 	}
-	for topic, qs := range t.topicQueues {
-		delete(qs, brokerName)
-		if len(qs) == 0 {
-			delete(t.topicQueues, topic)
-		}
-	}
+	return gone
 }
 
 // removeConn forgets every broker address registered over conn and returns them.
-func (t *routeTable) removeConn(conn *remoting.Conn) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+func (t *routeTable) removeConn(conn *remoting.Conn) []*brokerLive {
+	t.mu.RLock()
+	addrs := slices.Collect(maps.Keys(t.connAddrs[conn]))
+	t.mu.RUnlock()
+	slices.Sort(addrs)
+	return t.removeAddrs(addrs, func(l *brokerLive) bool { return l.conn == conn })
+}
+
+// expire forgets brokers silent since before deadline and returns them, for the caller
+// to close their connections.
+func (t *routeTable) expire(deadline time.Time) []*brokerLive {
+	silent := func(l *brokerLive) bool { return l.lastUpdate.Before(deadline) }
+	t.mu.RLock()
 	var addrs []string
 	for addr, l := range t.live {
-		if l.conn == conn {
+		if silent(l) {
 			addrs = append(addrs, addr)
 		}
 	}
-	for _, addr := range addrs {
-		t.removeAddrLocked(addr)
-	}
-	return addrs
-}
-
-// expire forgets brokers silent since before deadline and returns their connections
-// (nil entries included) keyed by address, for the caller to close.
-func (t *routeTable) expire(deadline time.Time) map[string]*remoting.Conn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out map[string]*remoting.Conn
-	for addr, l := range t.live {
-		if l.lastUpdate.Before(deadline) {
-			if out == nil {
-				out = map[string]*remoting.Conn{}
-			}
-			out[addr] = l.conn
-			t.removeAddrLocked(addr)
-		}
-	}
-	return out
+	t.mu.RUnlock()
+	slices.Sort(addrs)
+	return t.removeAddrs(addrs, silent)
 }
 
 // dataVersion returns the topic-table version brokerAddr last registered.
@@ -234,6 +304,26 @@ func (t *routeTable) touch(brokerAddr string, now time.Time) {
 	defer t.mu.Unlock()
 	if l, ok := t.live[brokerAddr]; ok {
 		l.lastUpdate = now
+	}
+}
+
+// addToSet adds v to the set m[k], making it when missing.
+func addToSet[K comparable](m map[K]map[string]struct{}, k K, v string) {
+	s := m[k]
+	if s == nil {
+		s = map[string]struct{}{}
+		m[k] = s
+	}
+	s[v] = struct{}{}
+}
+
+// removeFromSet removes v from m[k] and drops m[k] once empty.
+func removeFromSet[K comparable, V any](m map[K]map[string]V, k K, v string) {
+	if s, ok := m[k]; ok {
+		delete(s, v)
+		if len(s) == 0 {
+			delete(m, k)
+		}
 	}
 }
 

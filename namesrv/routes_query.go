@@ -17,10 +17,11 @@ func (t *routeTable) route(topic string) *protocol.TopicRouteData {
 	for _, name := range sortedKeys(qs) {
 		q := *qs[name]
 		rd.QueueDatas = append(rd.QueueDatas, &q)
-		bd := t.brokers[name]
-		if bd == nil {
+		g := t.groups[name]
+		if g == nil {
 			continue
 		}
+		bd := g.data
 		rd.BrokerDatas = append(rd.BrokerDatas, bd.Clone())
 		for _, addr := range bd.BrokerAddrs {
 			if fs, ok := t.filterServers[addr]; ok {
@@ -39,11 +40,11 @@ func (t *routeTable) clusterInfo() *protocol.ClusterInfo {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	ci := &protocol.ClusterInfo{
-		BrokerAddrTable:  make(map[string]*protocol.BrokerData, len(t.brokers)),
+		BrokerAddrTable:  make(map[string]*protocol.BrokerData, len(t.groups)),
 		ClusterAddrTable: make(map[string][]string, len(t.clusters)),
 	}
-	for name, bd := range t.brokers {
-		ci.BrokerAddrTable[name] = bd.Clone()
+	for name, g := range t.groups {
+		ci.BrokerAddrTable[name] = g.data.Clone()
 	}
 	for cluster, names := range t.clusters {
 		ci.ClusterAddrTable[cluster] = sortedKeys(names)
@@ -88,8 +89,8 @@ func (t *routeTable) systemTopics() protocol.TopicList {
 		}
 	}
 	tl := protocol.TopicList{TopicList: nonNil(sortedKeys(seen))}
-	for _, name := range sortedKeys(t.brokers) {
-		if addr := t.brokers[name].SelectAddr(); addr != "" {
+	for _, name := range sortedKeys(t.groups) {
+		if addr := t.groups[name].data.SelectAddr(); addr != "" {
 			tl.BrokerAddr = addr
 			break
 		}
@@ -101,16 +102,11 @@ func (t *routeTable) systemTopics() protocol.TopicList {
 func (t *routeTable) deleteTopic(topic, cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if cluster == "" {
-		delete(t.topicQueues, topic)
-		return
-	}
-	qs := t.topicQueues[topic]
-	for name := range t.clusters[cluster] {
-		delete(qs, name)
-	}
-	if len(qs) == 0 {
-		delete(t.topicQueues, topic)
+	for name := range t.topicQueues[topic] {
+		if _, in := t.clusters[cluster][name]; cluster == "" || in {
+			delete(t.groups[name].topics, topic)
+			removeFromSet(t.topicQueues, topic, name)
+		}
 	}
 }
 
@@ -119,20 +115,19 @@ func (t *routeTable) deleteTopic(topic, cluster string) {
 func (t *routeTable) setWritePerm(brokerName string, wipe bool) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
-	for _, qs := range t.topicQueues {
-		q := qs[brokerName]
-		if q == nil {
-			continue
-		}
+	g := t.groups[brokerName]
+	if g == nil {
+		return 0
+	}
+	for topic := range g.topics {
+		q := t.topicQueues[topic][brokerName]
 		if wipe {
 			q.Perm &^= protocol.PermWrite
 		} else {
 			q.Perm = protocol.PermRead | protocol.PermWrite
 		}
-		n++
 	}
-	return n
+	return len(g.topics)
 }
 
 func nonNil(s []string) []string {

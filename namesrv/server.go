@@ -3,6 +3,7 @@ package namesrv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -21,6 +22,8 @@ type NameServer struct {
 	routes *routeTable
 	kv     *kvStore
 	srv    *remoting.Server
+
+	refusedLog logLimiter // registrations refused by maxBrokersPerConnection
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -45,7 +48,8 @@ func New(cfg Config) (*NameServer, error) {
 	for _, w := range warnings {
 		log.Warn(w)
 	}
-	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, stop: make(chan struct{})}
+	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, stop: make(chan struct{}),
+		refusedLog: logLimiter{every: 10 * time.Second}}
 	n.srv = remoting.NewServer(remoting.ServerConfig{Logger: log, OnClose: n.onClose})
 	pool := n.srv.NewPool("namesrv", cfg.ServerWorkerThreads, 10000)
 	for code, h := range n.routesHandlers() {
@@ -133,17 +137,61 @@ func (n *NameServer) scanLoop() {
 
 func (n *NameServer) scanNotActiveBrokers(now time.Time) {
 	expiry := n.config().BrokerChannelExpiredTime
-	for addr, conn := range n.routes.expire(now.Add(-expiry)) {
-		n.log.Warn("broker expired: no registration within the timeout", "addr", addr, "timeout", expiry)
-		if conn != nil {
-			conn.Close()
+	gone := n.routes.expire(now.Add(-expiry))
+	n.logRemoved(slog.LevelWarn, gone, "broker expired: no registration within the timeout",
+		fmt.Sprintf("(no registration within %v)", expiry), "timeout", expiry)
+	closing := map[*remoting.Conn]bool{}
+	for _, l := range gone {
+		if l.conn != nil && !closing[l.conn] {
+			closing[l.conn] = true
+			go l.conn.Close() // waits up to a second for a peer that does not read
 		}
 	}
 }
 
-// onClose forgets the broker that registered over a closed connection.
+// onClose forgets the brokers that registered over a closed connection.
 func (n *NameServer) onClose(conn *remoting.Conn) {
-	for _, addr := range n.routes.removeConn(conn) {
-		n.log.Info("broker connection closed, broker removed", "addr", addr, "remote", conn.RemoteAddr())
+	remote := conn.RemoteAddr()
+	n.logRemoved(slog.LevelInfo, n.routes.removeConn(conn), "broker connection closed, broker removed",
+		"registered over "+remote+" (connection closed)", "remote", remote)
+}
+
+// logEachRemoved is the most brokers removed together that get a line each: operators
+// look for which broker left, but a client that registered thousands must not flood.
+const logEachRemoved = 10
+
+// logRemoved logs brokers removed together: msg with their address and attrs for each
+// of a few, else one line "namesrv: removed N brokers <summary>".
+func (n *NameServer) logRemoved(level slog.Level, gone []*brokerLive, msg, summary string, attrs ...any) {
+	ctx := context.Background()
+	if len(gone) > logEachRemoved {
+		n.log.Log(ctx, level, fmt.Sprintf("namesrv: removed %d brokers %s", len(gone), summary))
+		return
 	}
+	for _, l := range gone {
+		n.log.Log(ctx, level, msg, append([]any{"addr", l.addr}, attrs...)...)
+	}
+}
+
+// logLimiter lets one line through per interval, for lines a client can provoke at will,
+// and counts the ones it held back.
+type logLimiter struct {
+	every time.Duration
+
+	mu   sync.Mutex
+	next time.Time
+	held int
+}
+
+// allow reports whether a line may go out at now, and how many were held back before it.
+func (l *logLimiter) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		l.held++
+		return false, 0
+	}
+	held := l.held
+	l.next, l.held = now.Add(l.every), 0
+	return true, held
 }

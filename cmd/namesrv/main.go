@@ -3,7 +3,8 @@
 //	namesrv -c namesrv.conf [-n 0.0.0.0:9876]
 //
 // The config file holds Java NamesrvConfig/NettyServerConfig keys (listenPort,
-// kvConfigPath, ...). "namesrv -p" prints the effective configuration and exits.
+// kvConfigPath, ...) and our maxBrokersPerConnection. "namesrv -p" prints the effective
+// configuration and exits.
 package main
 
 import (
