@@ -96,11 +96,12 @@ public final class BrokerFeatures {
 
     /**
      * deliveredProperties is m's properties in key order, with the values that differ from
-     * run to run or broker to broker (ids, offsets, times, the topic and prefix names) masked,
+     * run to run or broker to broker (ids, offsets, times, the queue the producer picked, the
+     * topic and prefix names) masked,
      * so that two brokers' deliveries of the same message compare equal as text.
      */
     static String deliveredProperties(MessageExt m, String topic, String prefix) {
-        java.util.Set<String> masked = java.util.Set.of("UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "CLUSTER");
+        java.util.Set<String> masked = java.util.Set.of("UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "CLUSTER", "REAL_QID");
         StringBuilder b = new StringBuilder();
         for (Map.Entry<String, String> e : new TreeMap<>(m.getProperties()).entrySet()) {
             String v = masked.contains(e.getKey()) ? "*" : e.getValue().replace(topic, "<topic>").replace(prefix, "<prefix>");
@@ -204,6 +205,7 @@ public final class BrokerFeatures {
                             String diff = BrokerClient.check(m, topic, prefix, 0);
                             if (!diff.isEmpty()) bad.add(diff);
                             if (m.getDelayTimeLevel() != 2) bad.add("getDelayTimeLevel() " + m.getDelayTimeLevel() + ", sent with 2");
+                            if (!String.valueOf(m.getQueueId()).equals(m.getProperty("REAL_QID"))) bad.add("REAL_QID " + m.getProperty("REAL_QID") + " on queue " + m.getQueueId());
                             if (m.getStoreTimestamp() - m.getBornTimestamp() < 800) {
                                 bad.add("delivered " + (m.getStoreTimestamp() - m.getBornTimestamp()) + "ms after it was born, want >= 1s (delayTimeLevel 2)");
                             }
