@@ -152,11 +152,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		b.holder.Notify(a.Topic, a.QueueID, a.MaxOffset, a.TagsCode)
 	})
 
-	b.server = remoting.NewServer(remoting.ServerConfig{
-		Logger:       log,
-		OnClose:      b.connClosed,
-		BeforeHandle: b.beforeHandle,
-	})
+	sc := cfg.RemotingServerConfig()
+	sc.Logger, sc.OnClose, sc.BeforeHandle = log, b.connClosed, b.beforeHandle
+	b.server = remoting.NewServer(sc)
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log})
 	if sa, ok := b.store.(storeAdapter); ok {
 		b.setupHA(cfg, sa.s)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/pkg/properties"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 // Config configures a NameServer. Keys in a config file are Java's NamesrvConfig and
@@ -40,6 +41,15 @@ type Config struct {
 	// update applies to the next registration and evicts nothing.
 	MaxBrokersPerConnection int
 
+	// Connection limits of the remoting server (pkg/remoting.ServerConfig), keys in
+	// brackets; the defaults do not bother real clients.
+	ServerChannelMaxIdleTime          time.Duration // [serverChannelMaxIdleTimeSeconds] close a connection silent so long; 0 never (as Java)
+	ServerFrameReadTimeout            time.Duration // [serverFrameReadTimeoutMillis] close one whose frame is not whole so long after its first byte
+	ServerMaxConnections              int           // [serverMaxConnections] open connections
+	ServerMaxConnectionsPerAddress    int           // [serverMaxConnectionsPerAddress] open connections from one IP address
+	ServerMaxQueuedBytesPerConnection int64         // [serverMaxQueuedBytesPerConnection] queued for a peer that does not read before it is closed
+	ServerMaxQueuedBytesTotal         int64         // [serverMaxQueuedBytesTotal] all connections; 0: 256 MiB, or a quarter of GOMEMLIMIT when lower
+
 	Logger *slog.Logger // [slog.Default()]
 }
 
@@ -56,6 +66,12 @@ func DefaultConfig() Config {
 		ScanNotActiveBrokerInterval: 5 * time.Second,
 		BrokerChannelExpiredTime:    120 * time.Second,
 		MaxBrokersPerConnection:     128,
+
+		ServerChannelMaxIdleTime:          remoting.DefaultIdleTimeout,
+		ServerFrameReadTimeout:            remoting.DefaultFrameTimeout,
+		ServerMaxConnections:              remoting.DefaultMaxConnections,
+		ServerMaxConnectionsPerAddress:    remoting.DefaultMaxConnectionsPerAddress,
+		ServerMaxQueuedBytesPerConnection: remoting.DefaultMaxQueuedBytesPerConnection,
 	}
 }
 
@@ -74,8 +90,32 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namesrv: brokerChannelExpiredTime must be positive, got %v", c.BrokerChannelExpiredTime)
 	case c.MaxBrokersPerConnection <= 0:
 		return fmt.Errorf("namesrv: maxBrokersPerConnection must be positive, got %d", c.MaxBrokersPerConnection)
+	case c.ServerChannelMaxIdleTime < 0:
+		return fmt.Errorf("namesrv: serverChannelMaxIdleTimeSeconds must be >= 0 (0: never close idle connections), got %v", c.ServerChannelMaxIdleTime)
+	case c.ServerFrameReadTimeout <= 0:
+		return fmt.Errorf("namesrv: serverFrameReadTimeoutMillis must be positive, got %v", c.ServerFrameReadTimeout)
+	case c.ServerMaxConnections <= 0:
+		return fmt.Errorf("namesrv: serverMaxConnections must be positive, got %d", c.ServerMaxConnections)
+	case c.ServerMaxConnectionsPerAddress <= 0 || c.ServerMaxConnectionsPerAddress > c.ServerMaxConnections:
+		return fmt.Errorf("namesrv: serverMaxConnectionsPerAddress must be in 1..serverMaxConnections, got %d", c.ServerMaxConnectionsPerAddress)
+	case c.ServerMaxQueuedBytesPerConnection <= 0:
+		return fmt.Errorf("namesrv: serverMaxQueuedBytesPerConnection must be positive, got %d", c.ServerMaxQueuedBytesPerConnection)
+	case c.ServerMaxQueuedBytesTotal < 0 || c.ServerMaxQueuedBytesTotal > 0 && c.ServerMaxQueuedBytesTotal < c.ServerMaxQueuedBytesPerConnection:
+		return fmt.Errorf("namesrv: serverMaxQueuedBytesTotal must be 0 (automatic) or at least serverMaxQueuedBytesPerConnection, got %d", c.ServerMaxQueuedBytesTotal)
 	}
 	return nil
+}
+
+// remotingConfig maps the server* connection limits onto a remoting.ServerConfig.
+func (c *Config) remotingConfig() remoting.ServerConfig {
+	return remoting.ServerConfig{
+		IdleTimeout:                 remoting.IdleTimeoutFromConf(c.ServerChannelMaxIdleTime),
+		FrameTimeout:                c.ServerFrameReadTimeout,
+		MaxConnections:              c.ServerMaxConnections,
+		MaxConnectionsPerAddress:    c.ServerMaxConnectionsPerAddress,
+		MaxQueuedBytesPerConnection: c.ServerMaxQueuedBytesPerConnection,
+		MaxQueuedBytesTotal:         c.ServerMaxQueuedBytesTotal,
+	}
 }
 
 type setter func(c *Config, v string) error
@@ -87,6 +127,17 @@ func str(f func(*Config) *string) setter {
 func integer(f func(*Config) *int) setter {
 	return func(c *Config, v string) error {
 		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func integer64(f func(*Config) *int64) setter {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("not an integer: %q", v)
 		}
@@ -122,6 +173,18 @@ func millis(f func(*Config) *time.Duration) setter {
 	}
 }
 
+// seconds reads whole seconds, as Java's serverChannelMaxIdleTimeSeconds.
+func seconds(f func(*Config) *time.Duration) setter {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("not whole seconds: %q", v)
+		}
+		*f(c) = time.Duration(n) * time.Second
+		return nil
+	}
+}
+
 func ignored(*Config, string) error { return nil }
 
 // configKeys maps every accepted key to its setter. Netty tuning keys are accepted and
@@ -140,11 +203,17 @@ var configKeys = map[string]setter{
 	"brokerChannelExpiredTime":    millis(func(c *Config) *time.Duration { return &c.BrokerChannelExpiredTime }),
 	"maxBrokersPerConnection":     integer(func(c *Config) *int { return &c.MaxBrokersPerConnection }),
 
+	"serverChannelMaxIdleTimeSeconds":   seconds(func(c *Config) *time.Duration { return &c.ServerChannelMaxIdleTime }),
+	"serverFrameReadTimeoutMillis":      millis(func(c *Config) *time.Duration { return &c.ServerFrameReadTimeout }),
+	"serverMaxConnections":              integer(func(c *Config) *int { return &c.ServerMaxConnections }),
+	"serverMaxConnectionsPerAddress":    integer(func(c *Config) *int { return &c.ServerMaxConnectionsPerAddress }),
+	"serverMaxQueuedBytesPerConnection": integer64(func(c *Config) *int64 { return &c.ServerMaxQueuedBytesPerConnection }),
+	"serverMaxQueuedBytesTotal":         integer64(func(c *Config) *int64 { return &c.ServerMaxQueuedBytesTotal }),
+
 	"serverCallbackExecutorThreads":      ignored,
 	"serverSelectorThreads":              ignored,
 	"serverOnewaySemaphoreValue":         ignored,
 	"serverAsyncSemaphoreValue":          ignored,
-	"serverChannelMaxIdleTimeSeconds":    ignored,
 	"serverSocketSndBufSize":             ignored,
 	"serverSocketRcvBufSize":             ignored,
 	"writeBufferHighWaterMark":           ignored,
@@ -219,6 +288,13 @@ func (c *Config) Properties() string {
 		"scanNotActiveBrokerInterval": strconv.FormatInt(c.ScanNotActiveBrokerInterval.Milliseconds(), 10),
 		"brokerChannelExpiredTime":    strconv.FormatInt(c.BrokerChannelExpiredTime.Milliseconds(), 10),
 		"maxBrokersPerConnection":     strconv.Itoa(c.MaxBrokersPerConnection),
+
+		"serverChannelMaxIdleTimeSeconds":   strconv.FormatInt(int64(c.ServerChannelMaxIdleTime/time.Second), 10),
+		"serverFrameReadTimeoutMillis":      strconv.FormatInt(c.ServerFrameReadTimeout.Milliseconds(), 10),
+		"serverMaxConnections":              strconv.Itoa(c.ServerMaxConnections),
+		"serverMaxConnectionsPerAddress":    strconv.Itoa(c.ServerMaxConnectionsPerAddress),
+		"serverMaxQueuedBytesPerConnection": strconv.FormatInt(c.ServerMaxQueuedBytesPerConnection, 10),
+		"serverMaxQueuedBytesTotal":         strconv.FormatInt(c.ServerMaxQueuedBytesTotal, 10),
 	}
 	return properties.Format(kv)
 }

@@ -49,6 +49,49 @@ mysteryKey=1
 	}
 }
 
+func TestConnectionLimitKeys(t *testing.T) {
+	d := DefaultConfig()
+	if sc := d.remotingConfig(); sc.IdleTimeout != 120*time.Second || sc.FrameTimeout != remoting.DefaultFrameTimeout ||
+		sc.MaxConnections != remoting.DefaultMaxConnections || sc.MaxQueuedBytesTotal != 0 {
+		t.Errorf("defaults: %+v", sc)
+	}
+	cfg := DefaultConfig()
+	if _, err := cfg.ReadProperties(strings.NewReader("serverChannelMaxIdleTimeSeconds=30\nserverFrameReadTimeoutMillis=500\n" +
+		"serverMaxConnections=100\nserverMaxConnectionsPerAddress=10\nserverMaxQueuedBytesPerConnection=1048576\nserverMaxQueuedBytesTotal=8388608\n")); err != nil {
+		t.Fatal(err)
+	}
+	if sc := cfg.remotingConfig(); sc.IdleTimeout != 30*time.Second || sc.FrameTimeout != 500*time.Millisecond || sc.MaxConnections != 100 ||
+		sc.MaxConnectionsPerAddress != 10 || sc.MaxQueuedBytesPerConnection != 1<<20 || sc.MaxQueuedBytesTotal != 8<<20 {
+		t.Errorf("set: %+v", sc)
+	}
+	if props := cfg.Properties(); !strings.Contains(props, "serverChannelMaxIdleTimeSeconds=30\n") || !strings.Contains(props, "serverFrameReadTimeoutMillis=500\n") {
+		t.Errorf("properties:\n%s", props)
+	}
+	cfg = DefaultConfig()
+	if err := cfg.Set("serverChannelMaxIdleTimeSeconds", "0"); err != nil || cfg.remotingConfig().IdleTimeout >= 0 {
+		t.Errorf("serverChannelMaxIdleTimeSeconds=0 (never, as in Java): %v, %v", cfg.remotingConfig().IdleTimeout, err)
+	}
+
+	for content, key := range map[string]string{
+		"serverChannelMaxIdleTimeSeconds=-1":   "serverChannelMaxIdleTimeSeconds",
+		"serverChannelMaxIdleTimeSeconds=2m":   "serverChannelMaxIdleTimeSeconds",
+		"serverFrameReadTimeoutMillis=0":       "serverFrameReadTimeoutMillis",
+		"serverMaxConnections=x":               "serverMaxConnections",
+		"serverMaxConnectionsPerAddress=0":     "serverMaxConnectionsPerAddress",
+		"serverMaxQueuedBytesPerConnection=-1": "serverMaxQueuedBytesPerConnection",
+		"serverMaxQueuedBytesTotal=1":          "serverMaxQueuedBytesTotal",
+	} {
+		cfg := DefaultConfig()
+		_, err := cfg.ReadProperties(strings.NewReader(content))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: err = %v, want one naming %s", content, err, key)
+		}
+	}
+}
+
 func TestGetNamesrvConfig(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	ns := startNameServer(t, cfg)

@@ -14,7 +14,9 @@ var configBlackList = []string{"configBlackList", "configStorePath", "kvConfigPa
 
 // restartOnly are keys read once at start; an update is accepted (Java stores it) but
 // takes effect at the next start only.
-var restartOnly = []string{"rocketmqHome", "bindAddress", "listenPort", "serverWorkerThreads", "scanNotActiveBrokerInterval"}
+var restartOnly = []string{"rocketmqHome", "bindAddress", "listenPort", "serverWorkerThreads", "scanNotActiveBrokerInterval",
+	"serverChannelMaxIdleTimeSeconds", "serverFrameReadTimeoutMillis", "serverMaxConnections", "serverMaxConnectionsPerAddress",
+	"serverMaxQueuedBytesPerConnection", "serverMaxQueuedBytesTotal"}
 
 // config returns the current settings.
 func (n *NameServer) config() Config {

@@ -50,7 +50,9 @@ func New(cfg Config) (*NameServer, error) {
 	}
 	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, stop: make(chan struct{}),
 		refusedLog: logLimiter{every: 10 * time.Second}}
-	n.srv = remoting.NewServer(remoting.ServerConfig{Logger: log, OnClose: n.onClose})
+	sc := cfg.remotingConfig()
+	sc.Logger, sc.OnClose = log, n.onClose
+	n.srv = remoting.NewServer(sc)
 	pool := n.srv.NewPool("namesrv", cfg.ServerWorkerThreads, 10000)
 	for code, h := range n.routesHandlers() {
 		n.srv.Handle(code, h.adapt(), pool)

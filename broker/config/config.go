@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 // Broker roles (brokerRole).
@@ -114,6 +115,18 @@ type Config struct {
 	FlushConsumerOffsetInterval int // flushConsumerOffsetInterval, ms
 	ChannelExpiredTimeout       int // channelExpiredTimeout, ms (client channels)
 
+	// Connection limits of the remoting server (pkg/remoting.ServerConfig), against
+	// peers that misbehave; the defaults do not bother real clients.
+	ServerChannelMaxIdleTimeSeconds   int   // serverChannelMaxIdleTimeSeconds: close a connection that sent nothing for so long; 0 never (as Java)
+	ServerFrameReadTimeoutMillis      int   // serverFrameReadTimeoutMillis: close one whose frame is not whole so long after its first byte
+	ServerMaxConnections              int   // serverMaxConnections: open connections, both ports together
+	ServerMaxConnectionsPerAddress    int   // serverMaxConnectionsPerAddress: open connections from one IP address
+	ServerMaxQueuedBytesPerConnection int64 // serverMaxQueuedBytesPerConnection: bytes queued for a peer that does not read before its connection is closed
+	// ServerMaxQueuedBytesTotal (serverMaxQueuedBytesTotal) bounds the bytes queued on
+	// all connections; past it the one with the most queued is closed. 0: 256 MiB, or a
+	// quarter of the Go memory limit (GOMEMLIMIT) when lower.
+	ServerMaxQueuedBytesTotal int64
+
 	AclEnable bool // aclEnable: check every request against the plain ACL file (package broker/acl)
 	// AclPlainFile (aclPlainFile) is the plain ACL file, re-read when it changes. A
 	// relative path is under $ROCKETMQ_HOME (the working folder when unset), so the
@@ -185,6 +198,11 @@ func Default() *Config {
 		TransactionTimeOut:                6000,
 		TransactionCheckMax:               15,
 		AclPlainFile:                      filepath.Join("conf", "plain_acl.yml"),
+		ServerChannelMaxIdleTimeSeconds:   int(remoting.DefaultIdleTimeout / time.Second),
+		ServerFrameReadTimeoutMillis:      int(remoting.DefaultFrameTimeout / time.Millisecond),
+		ServerMaxConnections:              remoting.DefaultMaxConnections,
+		ServerMaxConnectionsPerAddress:    remoting.DefaultMaxConnectionsPerAddress,
+		ServerMaxQueuedBytesPerConnection: remoting.DefaultMaxQueuedBytesPerConnection,
 	}
 }
 
@@ -276,6 +294,12 @@ func (c *Config) keys() []key {
 		{"registerBrokerTimeoutMills", &c.RegisterBrokerTimeoutMills, true},
 		{"flushConsumerOffsetInterval", &c.FlushConsumerOffsetInterval, false},
 		{"channelExpiredTimeout", &c.ChannelExpiredTimeout, false},
+		{"serverChannelMaxIdleTimeSeconds", &c.ServerChannelMaxIdleTimeSeconds, false},
+		{"serverFrameReadTimeoutMillis", &c.ServerFrameReadTimeoutMillis, false},
+		{"serverMaxConnections", &c.ServerMaxConnections, false},
+		{"serverMaxConnectionsPerAddress", &c.ServerMaxConnectionsPerAddress, false},
+		{"serverMaxQueuedBytesPerConnection", &c.ServerMaxQueuedBytesPerConnection, false},
+		{"serverMaxQueuedBytesTotal", &c.ServerMaxQueuedBytesTotal, false},
 		{"aclEnable", &c.AclEnable, false},
 		{"aclPlainFile", &c.AclPlainFile, false},
 	}
@@ -292,7 +316,7 @@ var aliases = map[string]string{
 var ignored = map[string]bool{
 	"rocketmqHome": true, "serverWorkerThreads": true, "serverCallbackExecutorThreads": true,
 	"serverSelectorThreads": true, "serverOnewaySemaphoreValue": true, "serverAsyncSemaphoreValue": true,
-	"serverChannelMaxIdleTimeSeconds": true, "serverSocketSndBufSize": true, "serverSocketRcvBufSize": true,
+	"serverSocketSndBufSize": true, "serverSocketRcvBufSize": true,
 	"serverPooledByteBufAllocatorEnable": true, "useEpollNativeSelector": true, "transientStorePoolEnable": true,
 	"useReentrantLockWhenPutMessage": true, "sendMessageThreadPoolNums_": true, "waitTimeMillsInSendQueue": true,
 	"osPageCacheBusyTimeOutMills": true, "fetchNamesrvAddrByAddressServer": true,
@@ -469,6 +493,18 @@ func (c *Config) Validate() error {
 		return bad("channelExpiredTimeout", c.ChannelExpiredTimeout, "must be > 0")
 	case c.TransactionCheckInterval <= 0 || c.TransactionTimeOut <= 0 || c.TransactionCheckMax <= 0:
 		return bad("transactionCheckInterval/transactionTimeOut/transactionCheckMax", "", "must be > 0")
+	case c.ServerChannelMaxIdleTimeSeconds < 0:
+		return bad("serverChannelMaxIdleTimeSeconds", c.ServerChannelMaxIdleTimeSeconds, "must be >= 0 (0: never close idle connections)")
+	case c.ServerFrameReadTimeoutMillis <= 0:
+		return bad("serverFrameReadTimeoutMillis", c.ServerFrameReadTimeoutMillis, "must be > 0 ms")
+	case c.ServerMaxConnections <= 0:
+		return bad("serverMaxConnections", c.ServerMaxConnections, "must be > 0")
+	case c.ServerMaxConnectionsPerAddress <= 0 || c.ServerMaxConnectionsPerAddress > c.ServerMaxConnections:
+		return bad("serverMaxConnectionsPerAddress", c.ServerMaxConnectionsPerAddress, "must be in 1..serverMaxConnections")
+	case c.ServerMaxQueuedBytesPerConnection <= 0:
+		return bad("serverMaxQueuedBytesPerConnection", c.ServerMaxQueuedBytesPerConnection, "must be > 0 bytes")
+	case c.ServerMaxQueuedBytesTotal < 0 || c.ServerMaxQueuedBytesTotal > 0 && c.ServerMaxQueuedBytesTotal < c.ServerMaxQueuedBytesPerConnection:
+		return bad("serverMaxQueuedBytesTotal", c.ServerMaxQueuedBytesTotal, "must be 0 (automatic) or at least serverMaxQueuedBytesPerConnection")
 	case c.AclEnable && c.AclPlainFile == "":
 		return bad("aclPlainFile", `""`, "must name a file when aclEnable=true")
 	}
@@ -588,6 +624,18 @@ func (c *Config) StoreConfig() store.Config {
 		sc.StoreHost = netip.AddrPortFrom(ip, uint16(c.ListenPort))
 	}
 	return sc
+}
+
+// RemotingServerConfig maps the server* connection limits onto a remoting.ServerConfig.
+func (c *Config) RemotingServerConfig() remoting.ServerConfig {
+	return remoting.ServerConfig{
+		IdleTimeout:                 remoting.IdleTimeoutFromConf(time.Duration(c.ServerChannelMaxIdleTimeSeconds) * time.Second),
+		FrameTimeout:                time.Duration(c.ServerFrameReadTimeoutMillis) * time.Millisecond,
+		MaxConnections:              c.ServerMaxConnections,
+		MaxConnectionsPerAddress:    c.ServerMaxConnectionsPerAddress,
+		MaxQueuedBytesPerConnection: c.ServerMaxQueuedBytesPerConnection,
+		MaxQueuedBytesTotal:         c.ServerMaxQueuedBytesTotal,
+	}
 }
 
 // Live guards a Config that UPDATE_BROKER_CONFIG may change while the broker runs.

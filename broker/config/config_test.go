@@ -2,8 +2,12 @@ package config
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 func TestLoadBrokerConf(t *testing.T) {
@@ -120,5 +124,43 @@ func TestACLKeys(t *testing.T) {
 	}
 	if _, err := NewLive(c).Update(map[string]string{"aclEnable": "false"}); err == nil {
 		t.Fatal("aclEnable changed live")
+	}
+}
+
+func TestConnectionLimitKeys(t *testing.T) {
+	want := remoting.ServerConfig{IdleTimeout: 120 * time.Second, FrameTimeout: remoting.DefaultFrameTimeout,
+		MaxConnections: remoting.DefaultMaxConnections, MaxConnectionsPerAddress: remoting.DefaultMaxConnectionsPerAddress,
+		MaxQueuedBytesPerConnection: remoting.DefaultMaxQueuedBytesPerConnection}
+	if got := Default().RemotingServerConfig(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("defaults %+v, want %+v", got, want)
+	}
+	c, warns, err := Load(strings.NewReader("serverChannelMaxIdleTimeSeconds=30\nserverFrameReadTimeoutMillis=5000\nserverMaxConnections=100\n" +
+		"serverMaxConnectionsPerAddress=10\nserverMaxQueuedBytesPerConnection=1048576\nserverMaxQueuedBytesTotal=8388608\n"))
+	if err != nil || len(warns) != 0 {
+		t.Fatal(err, warns)
+	}
+	want = remoting.ServerConfig{IdleTimeout: 30 * time.Second, FrameTimeout: 5 * time.Second, MaxConnections: 100,
+		MaxConnectionsPerAddress: 10, MaxQueuedBytesPerConnection: 1 << 20, MaxQueuedBytesTotal: 8 << 20}
+	if got := c.RemotingServerConfig(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	// 0 turns idle closing off, as in Java.
+	if c, _, err := Load(strings.NewReader("serverChannelMaxIdleTimeSeconds=0\n")); err != nil || c.RemotingServerConfig().IdleTimeout >= 0 {
+		t.Fatalf("serverChannelMaxIdleTimeSeconds=0: %v, %v", c.RemotingServerConfig().IdleTimeout, err)
+	}
+	for conf, key := range map[string]string{
+		"serverChannelMaxIdleTimeSeconds=-1":                                         "serverChannelMaxIdleTimeSeconds",
+		"serverChannelMaxIdleTimeSeconds=2m":                                         "serverChannelMaxIdleTimeSeconds",
+		"serverFrameReadTimeoutMillis=0":                                             "serverFrameReadTimeoutMillis",
+		"serverMaxConnections=0":                                                     "serverMaxConnections",
+		"serverMaxConnectionsPerAddress=70000":                                       "serverMaxConnectionsPerAddress",
+		"serverMaxQueuedBytesPerConnection=-5":                                       "serverMaxQueuedBytesPerConnection",
+		"serverMaxQueuedBytesTotal=1024":                                             "serverMaxQueuedBytesTotal",
+		"serverMaxQueuedBytesPerConnection=1048576\nserverMaxQueuedBytesTotal=65536": "serverMaxQueuedBytesTotal",
+	} {
+		_, _, err := Load(strings.NewReader(conf))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: err %v does not name %s", conf, err, key)
+		}
 	}
 }

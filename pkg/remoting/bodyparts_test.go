@@ -134,7 +134,7 @@ func (errWriteConn) Write([]byte) (int, error) { return 0, errors.New("disk on f
 func TestBodyPartsReleasedOnWriteError(t *testing.T) {
 	local, peer := net.Pipe()
 	defer peer.Close()
-	c := newConn(errWriteConn{local}, DefaultMaxFrameSize, slog.New(slog.DiscardHandler), func(*Conn, *Command) {})
+	c := newConn(errWriteConn{local}, dialedConnConfig(DefaultMaxFrameSize, slog.New(slog.DiscardHandler)), func(*Conn, *Command) {})
 	go c.readLoop()
 	defer c.closeWith(ErrClosed)
 	rc := &releaseCounter{t: t}

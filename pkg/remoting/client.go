@@ -160,7 +160,7 @@ func (cl *Client) dial(addr string, call *dialCall) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c := newConn(nc, cl.cfg.MaxFrameSize, cl.log, cl.dispatch)
+	c := newConn(nc, dialedConnConfig(cl.cfg.MaxFrameSize, cl.log), cl.dispatch)
 	cl.conns[addr] = c
 	call.conn = c
 	cl.mu.Unlock()

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -299,6 +300,11 @@ func decodeJSONHeader(b []byte) (*Command, error) {
 
 // decodeJSONHeaderStd decodes any JSON header with encoding/json.
 func decodeJSONHeaderStd(b []byte) (*Command, error) {
+	// encoding/json takes null for a struct and leaves it zero: that would be a
+	// request with code 0, not the undecodable header it is.
+	if b := bytes.TrimLeft(b, " \t\r\n"); len(b) == 0 || b[0] != '{' {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrBadHeader)
+	}
 	var h jsonHeader
 	if err := json.Unmarshal(b, &h); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)

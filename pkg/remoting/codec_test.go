@@ -216,6 +216,16 @@ func TestDecodeJSONLanguage(t *testing.T) {
 }
 
 // jsonFrame returns a frame, without its length field, around a JSON header.
+// encoding/json decodes null into a struct without complaint; a header that is not a
+// JSON object must not become a request with code 0.
+func TestDecodeRefusesJSONHeaderNotAnObject(t *testing.T) {
+	for _, header := range []string{"null", " null ", "[]", "34", `"x"`, "true", ""} {
+		if c, err := Decode(jsonFrame(header)); !errors.Is(err, ErrBadHeader) {
+			t.Errorf("header %q decoded as %v, %v; want ErrBadHeader", header, c, err)
+		}
+	}
+}
+
 func jsonFrame(header string) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(len(header)))
 	return append(b, header...)

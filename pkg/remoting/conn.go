@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,8 +22,9 @@ var (
 // Another goroutine writes the frames Send queues, whole and in order.
 type Conn struct {
 	nc       net.Conn
+	cfg      connConfig
 	log      *slog.Logger
-	maxFrame int
+	host     string // the peer's IP address, for per-address limits and logs
 	dispatch func(*Conn, *Command)
 
 	// Writes go through a queue that one goroutine, writeLoop, drains with a single
@@ -32,9 +34,11 @@ type Conn struct {
 	spare   []outFrame    // the slice writeLoop wrote last, reused for the queue
 	vec     net.Buffers   // writeLoop's iovecs, reused
 	writing bool          // writeLoop holds frames it has not finished writing
-	unsent  int           // bytes queued or being written
 	wake    chan struct{} // tells writeLoop the queue is not empty
 	flushed chan struct{} // made by a waiter; closed and cleared when the queue drains
+	// unsent is the bytes queued or being written, counted in the process's queued
+	// too. It changes under writeMu; queueBudget.largest reads it without.
+	unsent atomic.Int64
 
 	mu      sync.Mutex
 	pending map[int32]chan *Command
@@ -42,16 +46,55 @@ type Conn struct {
 	done    chan struct{}
 }
 
-func newConn(nc net.Conn, maxFrame int, log *slog.Logger, dispatch func(*Conn, *Command)) *Conn {
-	return &Conn{
+// connConfig is what a Conn enforces on its peer.
+type connConfig struct {
+	maxFrame     int
+	idleTimeout  time.Duration // close when nothing arrives for this long; 0: never
+	frameTimeout time.Duration // close when a begun frame is not whole by then; 0: never
+	// maxQueued is how many bytes Send queues for the peer. Past it, Send waits for the
+	// peer to read, or, with closeSlow, closes the connection: a server must not let
+	// one client that does not read hold its workers or its memory.
+	maxQueued      int64
+	closeSlow      bool
+	maxQueuedTotal int64        // the process's queued bytes this connection's sends stay within
+	log            *slog.Logger // with the remote address added
+	events         *logLimiter  // nil: every event is logged
+}
+
+// dialedConnConfig is the configuration of a connection this side opened: its peer is
+// a server we chose, so Send waits for it rather than closing, and reads have no limits.
+func dialedConnConfig(maxFrame int, log *slog.Logger) connConfig {
+	return connConfig{
+		maxFrame:       maxFrame,
+		maxQueued:      maxUnsentBytes,
+		maxQueuedTotal: defaultMaxQueuedBytesTotal(),
+		log:            log,
+	}
+}
+
+func newConn(nc net.Conn, cfg connConfig, dispatch func(*Conn, *Command)) *Conn {
+	addr := nc.RemoteAddr().String()
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	c := &Conn{
 		nc:       nc,
-		log:      log.With("remote", nc.RemoteAddr().String()),
-		maxFrame: maxFrame,
+		cfg:      cfg,
+		log:      cfg.log.With("remote", addr),
+		host:     host,
 		dispatch: dispatch,
 		pending:  make(map[int32]chan *Command),
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+	queued.register(c)
+	return c
+}
+
+// event logs ev about this connection, rate-limited per peer address when configured.
+func (c *Conn) event(ev *logEvent, args ...any) {
+	c.cfg.events.event(ev, c.host, c.log, args...)
 }
 
 // RemoteAddr is the peer's address as host:port.
@@ -94,6 +137,13 @@ func (c *Conn) closeWith(err error) {
 	c.pending = nil
 	c.mu.Unlock()
 
+	// No frame is queued from now on (send checks err under writeMu): what is queued
+	// leaves the process's count at once, though writeLoop drops it a moment later.
+	c.writeMu.Lock()
+	queued.give(c.unsent.Swap(0))
+	c.writeMu.Unlock()
+	queued.unregister(c)
+
 	c.nc.Close()
 	for _, ch := range pending {
 		close(ch)
@@ -103,12 +153,14 @@ func (c *Conn) closeWith(err error) {
 
 // readLoop reads frames until the connection fails, and runs the writer meanwhile. A
 // malformed frame closes the connection: after one, the stream's framing can no longer
-// be trusted.
+// be trusted. So does a peer silent for idleTimeout or slower than frameTimeout.
 func (c *Conn) readLoop() {
 	go c.writeLoop() // lives as long as the connection, which readLoop closes on exit
-	r := bufio.NewReaderSize(c.nc, 64<<10)
+	d := newDeadlineReader(c.nc, c.cfg.idleTimeout, c.cfg.frameTimeout)
+	r := bufio.NewReaderSize(d, 64<<10)
 	for {
-		frame, err := ReadFrame(r, c.maxFrame)
+		d.nextFrame(r.Buffered())
+		frame, err := ReadFrame(r, c.cfg.maxFrame)
 		if err != nil {
 			c.closeOnReadError(err)
 			return
@@ -129,12 +181,18 @@ func (c *Conn) readLoop() {
 func (c *Conn) closeOnReadError(err error) {
 	select {
 	case <-c.done: // closed by us; the read error is the consequence
+		return
 	default:
-		if isProtocolError(err) {
-			c.log.Warn("closing connection after a malformed frame", "err", err)
-		}
-		c.closeWith(fmt.Errorf("%w: %v", ErrClosed, err))
 	}
+	switch {
+	case isProtocolError(err):
+		c.event(evMalformed, "err", err)
+	case errors.Is(err, ErrFrameTimeout):
+		c.event(evFrameTimeout, "err", err)
+	case errors.Is(err, ErrIdle):
+		c.event(evIdle, "err", err)
+	}
+	c.closeWith(fmt.Errorf("%w: %w", ErrClosed, err))
 }
 
 func isProtocolError(err error) bool {
@@ -172,34 +230,43 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 	if err != nil {
 		return err
 	}
-	size := f.size()
+	size := int64(f.size())
+	if !queued.take(c, size, c.cfg.maxQueuedTotal) {
+		f.finish()
+		return c.Err()
+	}
 	c.writeMu.Lock()
-	for c.unsent >= maxUnsentBytes {
+	for !c.cfg.closeSlow && c.unsent.Load() >= c.cfg.maxQueued && c.Err() == nil {
 		// The peer reads slower than we send: wait, rather than queue without bound.
 		flushed := c.flushedChan()
 		c.writeMu.Unlock()
 		select {
 		case <-flushed:
 		case <-c.done:
-			f.finish()
-			return c.Err()
 		case <-ctx.Done():
+			queued.give(size)
 			f.finish()
 			return c.timeout(ctx, cmd)
 		}
 		c.writeMu.Lock()
 	}
-	select {
-	case <-c.done:
+	if c.Err() != nil {
 		// writeLoop may be gone: what it has not taken from the queue, it drops on its way
 		// out under writeMu, so a frame is queued only while it will still see it.
 		c.writeMu.Unlock()
+		queued.give(size)
 		f.finish()
 		return c.Err()
-	default:
+	}
+	if unsent := c.unsent.Load(); c.cfg.closeSlow && unsent > 0 && unsent+size > c.cfg.maxQueued {
+		c.writeMu.Unlock()
+		queued.give(size)
+		f.finish()
+		c.closeSlow("too many bytes queued for one peer", c.cfg.maxQueued)
+		return c.Err()
 	}
 	c.outq = append(c.outq, f)
-	c.unsent += size
+	c.unsent.Add(size)
 	c.writeMu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -208,7 +275,8 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 	return nil
 }
 
-// maxUnsentBytes is how much Send queues before it waits for the writer.
+// maxUnsentBytes is how much Send queues on a dialed connection before it waits for
+// the writer.
 const maxUnsentBytes = 4 << 20
 
 // writeLoop writes queued frames until the connection closes, then drops the rest.
@@ -222,7 +290,7 @@ func (c *Conn) writeLoop() {
 			c.outq = nil
 			c.writeMu.Unlock()
 			for i := range rest {
-				rest[i].finish()
+				rest[i].drop()
 			}
 			return
 		}
@@ -245,13 +313,20 @@ func (c *Conn) writeLoop() {
 		clear(vec) // let the frames go
 		c.vec = vec[:0]
 		for i := range batch {
-			batch[i].finish()
+			if err != nil {
+				batch[i].drop()
+			} else {
+				batch[i].finish()
+			}
 		}
 		clear(batch)
 		c.writeMu.Lock()
 		c.spare = batch[:0]
 		c.writing = false
-		c.unsent -= int(n)
+		if n := min(n, c.unsent.Load()); n > 0 { // after closeWith, unsent is 0 and given back
+			c.unsent.Add(-n)
+			queued.give(n)
+		}
 		if len(c.outq) == 0 && c.flushed != nil {
 			close(c.flushed)
 			c.flushed = nil
@@ -404,6 +479,14 @@ func (f *outFrame) size() int {
 		n += len(p)
 	}
 	return n
+}
+
+// drop is finish for a frame that was not written: its buffer goes to the garbage
+// collector, not the pool, which the queue of a peer that did not read would swell
+// by megabytes.
+func (f *outFrame) drop() {
+	f.head = nil
+	f.finish()
 }
 
 // finish gives back the frame's buffer and runs its OnWritten.

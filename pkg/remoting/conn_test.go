@@ -17,7 +17,7 @@ import (
 func pipeConn(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
 	local, peer := net.Pipe()
-	c := newConn(local, DefaultMaxFrameSize, slog.New(slog.DiscardHandler), func(*Conn, *Command) {})
+	c := newConn(local, dialedConnConfig(DefaultMaxFrameSize, slog.New(slog.DiscardHandler)), func(*Conn, *Command) {})
 	go c.readLoop()
 	t.Cleanup(func() { peer.Close(); c.closeWith(ErrClosed) })
 	return c, peer
@@ -133,8 +133,4 @@ func TestInvokeGivesUpOnFullSendQueue(t *testing.T) {
 	}
 }
 
-func (c *Conn) queuedBytes() int {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	return c.unsent
-}
+func (c *Conn) queuedBytes() int64 { return c.unsent.Load() }

@@ -32,7 +32,29 @@
 //
 // Each [Conn] has a reader goroutine and a writer goroutine. [Conn.Send] queues a frame
 // and returns; the writer writes everything queued with one writev, so responses and
-// pipelined requests share syscalls. Send waits once 4 MiB are queued for a peer that
-// does not read. A malformed frame (too long, a header length beyond the frame, an
-// undecodable header) closes its connection with a log line; nothing else is affected.
+// pipelined requests share syscalls.
+//
+// # Hostile peers
+//
+// A server holds each peer to limits (see [ServerConfig]), so that one that misbehaves
+// costs bounded memory and workers and leaves the others alone:
+//
+//   - Reads: a connection silent for IdleTimeout (serverChannelMaxIdleTimeSeconds) is
+//     closed, and so is one whose frame is not whole FrameTimeout after its first byte
+//     (a slowloris, a frame shorter than its length field). Both are read deadlines on
+//     the socket, moved only when they must come sooner (deadline.go).
+//   - Malformed frames (too long, a header length beyond the frame, an undecodable
+//     header, a JSON header that is not an object) close their connection.
+//   - Connections: past MaxConnections, or MaxConnectionsPerAddress from one IP, a new
+//     connection is closed at once.
+//   - Writes: past MaxQueuedBytesPerConnection queued for a peer, its connection is
+//     closed; when the bytes queued on all connections of the process would pass
+//     MaxQueuedBytesTotal, the connection with the most queued is (queued.go). Send
+//     never waits on a server's connection, so a peer that does not read cannot hold
+//     a worker. A connection a [Client] dialed waits instead, once 4 MiB are queued.
+//   - Workers: a [Pool] serves connections in turn, and a full pool refuses the newest
+//     request of the connection with the most queued (pool.go).
+//
+// Closing for any of these is logged once per remote address and event, then counted
+// for a minute (lograte.go).
 package remoting

@@ -5,59 +5,226 @@ import "sync"
 // Pool is a fixed set of workers with a bounded queue, so that one kind of request
 // (say, pulls) cannot starve another (say, sends) and overload is refused, not queued
 // without bound.
+//
+// The queue is fair between connections. Each connection waits in a line of its own
+// and the workers serve the lines in turn, one request each, so a connection that
+// floods the pool delays the others by one request, not by its backlog; a
+// connection's requests still run in the order they came. When the queue is full, a
+// request from a connection with a shorter line than the longest takes the place of
+// the longest line's newest request, which is refused instead (longest queue drop):
+// a flood is answered SYSTEM_BUSY while the others are served. A request from the
+// longest line is refused itself, which leaves the behaviour of a pool full for all.
 type Pool struct {
-	name     string
-	jobs     chan func()
-	stopOnce sync.Once
-	wg       sync.WaitGroup
-	mu       sync.RWMutex // guards sends on jobs against stop closing it
-	stopped  bool
+	name  string
+	limit int // requests waiting, all lines together
+
+	mu      sync.Mutex
+	work    sync.Cond
+	lines   map[*Conn]*line
+	turns   fifo[*line] // the lines with requests, in the order they are served
+	waiting int         // requests in lines
+	idle    int         // workers waiting for a request and not yet woken
+	spare   []*line     // drained lines kept for reuse, to spare an allocation per request
+	stopped bool
+	wg      sync.WaitGroup
 }
 
+// task serves a request on a worker, or, refused, answers SYSTEM_BUSY. Either way it
+// runs once.
+type task func(refused bool)
+
+// line is one connection's requests waiting in a pool.
+type line struct {
+	conn    *Conn
+	tasks   fifo[task]
+	inTurns bool // in Pool.turns; may be while empty, after a displacement
+}
+
+const maxSpareLines = 64
+
 func newPool(name string, workers, queue int) *Pool {
-	if workers < 1 {
-		workers = 1
-	}
-	if queue < 0 {
-		queue = 0
-	}
-	p := &Pool{name: name, jobs: make(chan func(), queue)}
+	p := &Pool{name: name, limit: max(queue, 0), lines: make(map[*Conn]*line)}
+	p.work.L = &p.mu
+	workers = max(workers, 1)
 	p.wg.Add(workers)
 	for range workers {
-		go p.work()
+		go p.serve()
 	}
 	return p
 }
 
-func (p *Pool) work() {
+func (p *Pool) serve() {
 	defer p.wg.Done()
-	for job := range p.jobs {
-		job()
-	}
-}
-
-// submit queues job, or reports false when the queue is full or the pool stopped.
-func (p *Pool) submit(job func()) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.stopped {
-		return false
-	}
-	select {
-	case p.jobs <- job:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop lets the workers finish what is queued, then ends them.
-func (p *Pool) stop() {
-	p.stopOnce.Do(func() {
+	p.mu.Lock()
+	for {
+		t, ok := p.nextLocked()
+		if !ok {
+			if p.stopped {
+				p.mu.Unlock()
+				return
+			}
+			p.idle++
+			p.work.Wait()
+			continue
+		}
+		p.mu.Unlock()
+		t(false)
 		p.mu.Lock()
-		p.stopped = true
-		close(p.jobs)
+	}
+}
+
+// submit queues t on c's line, or refuses it (or the request it displaces) when the
+// queue is full or the pool stopped. An idle worker takes a request at once, as from
+// an unbuffered channel: a pool with queue 0 serves only what finds a worker free.
+func (p *Pool) submit(c *Conn, t task) {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		t(true)
+		return
+	}
+	l := p.lines[c]
+	var displaced task
+	if p.waiting >= p.limit+p.idle {
+		long := p.longestLocked()
+		if long == nil || l != nil && long.tasks.len() <= l.tasks.len() {
+			p.mu.Unlock()
+			t(true)
+			return
+		}
+		displaced = long.tasks.popBack()
+		p.waiting--
+	}
+	if l == nil {
+		l = p.newLineLocked(c)
+	}
+	l.tasks.push(t)
+	p.waiting++
+	if !l.inTurns {
+		l.inTurns = true
+		p.turns.push(l)
+	}
+	if p.idle > 0 {
+		p.idle--
+		p.work.Signal()
+	}
+	p.mu.Unlock()
+	if displaced != nil {
+		displaced(true)
+	}
+}
+
+// nextLocked takes the first request of the line whose turn it is, and sends that
+// line to the back when it has more.
+func (p *Pool) nextLocked() (task, bool) {
+	for p.turns.len() > 0 {
+		l := p.turns.pop()
+		l.inTurns = false
+		if l.tasks.len() == 0 { // emptied by a displacement
+			p.dropLineLocked(l)
+			continue
+		}
+		t := l.tasks.pop()
+		p.waiting--
+		if l.tasks.len() > 0 {
+			l.inTurns = true
+			p.turns.push(l)
+		} else {
+			p.dropLineLocked(l)
+		}
+		return t, true
+	}
+	return nil, false
+}
+
+// longestLocked returns the line with the most requests, nil when none has any.
+func (p *Pool) longestLocked() *line {
+	var long *line
+	for _, l := range p.turns.items[p.turns.head:] {
+		if long == nil || l.tasks.len() > long.tasks.len() {
+			long = l
+		}
+	}
+	if long == nil || long.tasks.len() == 0 {
+		return nil
+	}
+	return long
+}
+
+func (p *Pool) newLineLocked(c *Conn) *line {
+	var l *line
+	if n := len(p.spare); n > 0 {
+		l, p.spare = p.spare[n-1], p.spare[:n-1]
+	} else {
+		l = &line{}
+	}
+	l.conn = c
+	p.lines[c] = l
+	return l
+}
+
+// dropLineLocked forgets an empty line that is not in turns.
+func (p *Pool) dropLineLocked(l *line) {
+	delete(p.lines, l.conn)
+	l.conn = nil
+	if len(p.spare) < maxSpareLines {
+		p.spare = append(p.spare, l)
+	}
+}
+
+// stop lets the workers finish what is queued, then ends them; later requests are
+// refused.
+func (p *Pool) stop() {
+	p.mu.Lock()
+	if p.stopped {
 		p.mu.Unlock()
 		p.wg.Wait()
-	})
+		return
+	}
+	p.stopped = true
+	p.work.Broadcast()
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// fifo is a queue in a slice, which it reuses once drained.
+type fifo[T any] struct {
+	items []T
+	head  int
+}
+
+func (q *fifo[T]) len() int { return len(q.items) - q.head }
+
+func (q *fifo[T]) push(v T) { q.items = append(q.items, v) }
+
+func (q *fifo[T]) pop() T {
+	var zero T
+	v := q.items[q.head]
+	q.items[q.head] = zero
+	q.head++
+	q.compact()
+	return v
+}
+
+func (q *fifo[T]) popBack() T {
+	var zero T
+	last := len(q.items) - 1
+	v := q.items[last]
+	q.items[last] = zero
+	q.items = q.items[:last]
+	q.compact()
+	return v
+}
+
+// compact moves the items to the front once the slice is more than half consumed, so
+// that a queue that never drains does not grow without bound.
+func (q *fifo[T]) compact() {
+	switch {
+	case q.head == len(q.items):
+		q.items, q.head = q.items[:0], 0
+	case q.head >= 32 && 2*q.head >= len(q.items):
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
 }

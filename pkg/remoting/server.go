@@ -28,20 +28,67 @@ func (f HandlerFunc) ServeRemoting(ctx context.Context, conn *Conn, req *Command
 
 // ServerConfig configures a Server. Zero values take the defaults in brackets.
 type ServerConfig struct {
-	MaxFrameSize int          // largest accepted frame [DefaultMaxFrameSize]
-	Logger       *slog.Logger // [slog.Default()]
-	OnConnect    func(*Conn)  // called when a connection is accepted
-	OnClose      func(*Conn)  // called once a connection has closed
+	MaxFrameSize int // largest accepted frame [DefaultMaxFrameSize]
+	// IdleTimeout closes a connection that has sent nothing for so long: RocketMQ's
+	// serverChannelMaxIdleTimeSeconds, measured from the last byte received. Negative
+	// turns it off. [DefaultIdleTimeout]
+	IdleTimeout time.Duration
+	// FrameTimeout closes a connection whose frame is not whole this long after its
+	// first byte arrived: a slowloris, or a frame shorter than its length field.
+	// Negative turns it off. [DefaultFrameTimeout]
+	FrameTimeout time.Duration
+	// MaxConnections and MaxConnectionsPerAddress bound the open connections, all
+	// listeners together, and those from one IP address; one more is closed at once.
+	// [DefaultMaxConnections, DefaultMaxConnectionsPerAddress]
+	MaxConnections           int
+	MaxConnectionsPerAddress int
+	// MaxQueuedBytesPerConnection bounds the bytes queued for one peer, written or not
+	// yet; a send past it closes the connection: its peer does not read.
+	// [DefaultMaxQueuedBytesPerConnection]
+	MaxQueuedBytesPerConnection int64
+	// MaxQueuedBytesTotal bounds the bytes queued on every connection of the process
+	// (all servers and clients together); a send past it closes the connection with the
+	// most bytes queued. [DefaultMaxQueuedBytesTotal, or a quarter of the Go memory
+	// limit (GOMEMLIMIT) when lower]
+	MaxQueuedBytesTotal int64
+
+	Logger    *slog.Logger // [slog.Default()]
+	OnConnect func(*Conn)  // called when a connection is accepted
+	OnClose   func(*Conn)  // called once a connection has closed
 	// BeforeHandle, when set, runs on the pool worker ahead of the handler of every
 	// request routed by Handle; a non-nil result answers the request instead. It is the
 	// place of Java's RPCHook.doBeforeRequest (the broker's ACL check).
 	BeforeHandle func(conn *Conn, req *Command) *Command
 }
 
+// Defaults of ServerConfig. The limits are far above what clients do (one connection
+// per client instance and server; replies read as they come) and there to stop peers
+// that do not behave.
+const (
+	DefaultIdleTimeout = 120 * time.Second // RocketMQ 4.9's serverChannelMaxIdleTimeSeconds
+	// DefaultFrameTimeout is well past every client's request timeout (3 s for sends):
+	// a frame slower than that is answered to nobody.
+	DefaultFrameTimeout                = 30 * time.Second
+	DefaultMaxConnections              = 65536
+	DefaultMaxConnectionsPerAddress    = 4096
+	DefaultMaxQueuedBytesPerConnection = 32 << 20 // pull replies of 128 queues at 256 KiB
+	DefaultMaxQueuedBytesTotal         = 256 << 20
+)
+
+// IdleTimeoutFromConf is serverChannelMaxIdleTimeSeconds, as a .conf file sets it, for
+// IdleTimeout: there 0 turns idle closing off, as it does Netty's IdleStateHandler.
+func IdleTimeoutFromConf(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // Server accepts remoting connections and dispatches requests to handlers.
 type Server struct {
 	cfg      ServerConfig
 	log      *slog.Logger
+	events   *logLimiter
 	ctx      context.Context
 	cancel   context.CancelFunc
 	routes   map[int16]route
@@ -50,6 +97,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners []net.Listener
 	conns     map[*Conn]struct{}
+	perHost   map[string]int // open connections by remote IP address
 	closing   atomic.Bool
 	// drainMu orders dispatch's closing check and inflight.Add against Shutdown setting
 	// closing, so that no Add can race with inflight.Wait from a zero count.
@@ -66,27 +114,66 @@ type route struct {
 
 // NewServer returns a server with no handlers. Register them with Handle before Serve.
 func NewServer(cfg ServerConfig) *Server {
-	if cfg.MaxFrameSize <= 0 {
-		cfg.MaxFrameSize = DefaultMaxFrameSize
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		events:  newLogLimiter(cfg.Logger, time.Now),
+		ctx:     ctx,
+		cancel:  cancel,
+		routes:  make(map[int16]route),
+		conns:   make(map[*Conn]struct{}),
+		perHost: make(map[string]int),
+	}
+	s.fallback = s.NewPool("default", 8, 10000)
+	go s.flushLogCounts()
+	return s
+}
+
+func (cfg ServerConfig) withDefaults() ServerConfig {
+	orDefault(&cfg.MaxFrameSize, DefaultMaxFrameSize)
+	orDefault(&cfg.MaxConnections, DefaultMaxConnections)
+	orDefault(&cfg.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)
+	orDefault(&cfg.MaxQueuedBytesPerConnection, DefaultMaxQueuedBytesPerConnection)
+	orDefault(&cfg.MaxQueuedBytesTotal, defaultMaxQueuedBytesTotal())
+	if cfg.IdleTimeout == 0 { // negative turns it off
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.FrameTimeout == 0 {
+		cfg.FrameTimeout = DefaultFrameTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		ctx:    ctx,
-		cancel: cancel,
-		routes: make(map[int16]route),
-		conns:  make(map[*Conn]struct{}),
+	return cfg
+}
+
+// orDefault sets *v to def unless it is positive.
+func orDefault[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
-	s.fallback = s.NewPool("default", 8, 10000)
-	return s
+}
+
+// flushLogCounts logs the rate limiter's counts as their minutes end, until Shutdown.
+func (s *Server) flushLogCounts() {
+	t := time.NewTicker(logWindow / 6)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.events.flush()
+		case <-s.ctx.Done():
+			s.events.flush()
+			return
+		}
+	}
 }
 
 // NewPool returns a worker pool owned by s: workers goroutines serve a queue of at most
-// queue requests; a request that finds the queue full is answered SYSTEM_BUSY.
+// queue requests, fair between connections; when it is full, the connection with the
+// most requests waiting is answered SYSTEM_BUSY (see Pool).
 func (s *Server) NewPool(name string, workers, queue int) *Pool {
 	p := newPool(name, workers, queue)
 	s.mu.Lock()
@@ -167,14 +254,30 @@ func (s *Server) serveConn(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c := newConn(nc, s.cfg.MaxFrameSize, s.log, s.dispatch)
+	c := newConn(nc, connConfig{
+		maxFrame:       s.cfg.MaxFrameSize,
+		idleTimeout:    max(s.cfg.IdleTimeout, 0),
+		frameTimeout:   max(s.cfg.FrameTimeout, 0),
+		maxQueued:      s.cfg.MaxQueuedBytesPerConnection,
+		closeSlow:      true,
+		maxQueuedTotal: s.cfg.MaxQueuedBytesTotal,
+		log:            s.log,
+		events:         s.events,
+	}, s.dispatch)
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		nc.Close()
+		c.closeWith(ErrClosed)
+		return
+	}
+	if refusal := s.admitLocked(c.host); refusal != "" {
+		s.mu.Unlock()
+		c.event(evRefused, "reason", refusal)
+		c.closeWith(fmt.Errorf("%w: refused: %s", ErrClosed, refusal))
 		return
 	}
 	s.conns[c] = struct{}{}
+	s.perHost[c.host]++
 	s.connsDone.Add(1)
 	s.mu.Unlock()
 	if s.cfg.OnConnect != nil {
@@ -185,11 +288,25 @@ func (s *Server) serveConn(nc net.Conn) {
 		c.readLoop()
 		s.mu.Lock()
 		delete(s.conns, c)
+		if s.perHost[c.host]--; s.perHost[c.host] == 0 {
+			delete(s.perHost, c.host)
+		}
 		s.mu.Unlock()
 		if s.cfg.OnClose != nil {
 			s.cfg.OnClose(c)
 		}
 	}()
+}
+
+// admitLocked says why one more connection from host is refused, "" when it is not.
+func (s *Server) admitLocked(host string) string {
+	switch {
+	case len(s.conns) >= s.cfg.MaxConnections:
+		return fmt.Sprintf("%d connections open, the server's limit", len(s.conns))
+	case s.perHost[host] >= s.cfg.MaxConnectionsPerAddress:
+		return fmt.Sprintf("%d connections open from %s, the limit per address", s.perHost[host], host)
+	}
+	return ""
 }
 
 // dispatch runs on the connection's reader: it must not block.
@@ -207,14 +324,14 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 	}
 	s.inflight.Add(1)
 	s.drainMu.RUnlock()
-	job := func() {
+	r.pool.submit(c, func(refused bool) {
 		defer s.inflight.Done()
+		if refused {
+			s.reply(c, req, req.NewResponse(SystemBusy, fmt.Sprintf("[OVERLOAD] %s pool is full, try again later", r.pool.name)))
+			return
+		}
 		s.reply(c, req, s.serve(r.handler, c, req))
-	}
-	if !r.pool.submit(job) {
-		s.inflight.Done()
-		s.reply(c, req, req.NewResponse(SystemBusy, fmt.Sprintf("[OVERLOAD] %s pool is full, try again later", r.pool.name)))
-	}
+	})
 }
 
 func (s *Server) serve(h Handler, c *Conn, req *Command) (resp *Command) {

@@ -187,6 +187,7 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 		{"binary header cut short", frame(1<<24|8, "\x00\x22\x00\x01\xb1\x00\x00\x00"), "undecodable header"},
 		{"binary extFields past the header", frame(1<<24|21, "\x00\x22\x00\x01\xb1\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x09"), "undecodable header"},
 		{"unknown serialize type", frame(3<<24|2, "{}"), "unknown header serialize type"},
+		{"null JSON header", frame(4, "null"), "not a JSON object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startServer(t, ServerConfig{MaxFrameSize: maxFrame}, func(s *Server) { s.Handle(HeartBeat, echo, nil) })
@@ -205,6 +206,46 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 
 			good.roundTrip(HeartBeat)
 			dialRaw(t, srv.addr).roundTrip(HeartBeat)
+		})
+	}
+}
+
+// The (N+1)th connection is closed at once, with one log line for all refused from an
+// address; once one closes, a new one is served again.
+func TestConnectionLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    ServerConfig
+		reason string
+	}{
+		{"per server", ServerConfig{MaxConnections: 3}, "the server's limit"},
+		{"per address", ServerConfig{MaxConnectionsPerAddress: 3}, "the limit per address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, tc.cfg, func(s *Server) { s.Handle(HeartBeat, echo, nil) })
+			var open []*rawConn
+			for range 3 {
+				c := dialRaw(t, srv.addr)
+				c.roundTrip(HeartBeat)
+				open = append(open, c)
+			}
+			for range 2 {
+				expectClosed(t, dialRaw(t, srv.addr))
+			}
+			if logs := srv.logs.String(); !containsN(logs, evRefused.msg, 1) || !strings.Contains(logs, tc.reason) {
+				t.Errorf("want one refusal logged, naming %q:\n%s", tc.reason, logs)
+			}
+
+			open[0].nc.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for len(srv.Conns()) > 2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d connections still open after one closed", len(srv.Conns()))
+				}
+				time.Sleep(time.Millisecond)
+			}
+			dialRaw(t, srv.addr).roundTrip(HeartBeat)
+			open[1].roundTrip(HeartBeat)
 		})
 	}
 }
