@@ -71,6 +71,26 @@ func TestChartRendersDefaults(t *testing.T) {
 	}
 }
 
+// TestChartPassesPodNamespace: the manager learns its namespace, which the NetworkPolicies
+// admit, from POD_NAMESPACE.
+func TestChartPassesPodNamespace(t *testing.T) {
+	dep := render(t, nil)["Deployment/rmq-rocketmq-operator"]
+	if dep == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	spec := dep["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	c := spec["containers"].([]any)[0].(map[string]any)
+	want := map[string]any{"name": "POD_NAMESPACE", "valueFrom": map[string]any{
+		"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}}
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		if reflect.DeepEqual(e, want) {
+			return
+		}
+	}
+	t.Errorf("env %v lacks %v", env, want)
+}
+
 func TestChartWatchNamespacesAndNoLeaderElection(t *testing.T) {
 	objs := render(t, map[string]any{"watchNamespaces": []any{"a", "b"}, "leaderElection": false})
 	args := containerArgs(t, objs["Deployment/rmq-rocketmq-operator"])

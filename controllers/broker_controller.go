@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,8 @@ type BrokerReconciler struct {
 	// Admins picks the admin per Broker; SetupWithManager makes one from Admin when nil.
 	// Share one with the ConsumerGroup controller, as SetupAll does.
 	Admins *BrokerAdmins
+	// OperatorNamespace is the namespace the NetworkPolicies admit admin traffic from.
+	OperatorNamespace string
 }
 
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers,verbs=get;list;watch;update;patch
@@ -47,9 +50,10 @@ type brokerState struct {
 	access      adminAccess
 }
 
-// Reconcile runs the checklist: resolve name servers, apply children, remove groups that
-// were scaled in, pick the admin for the brokers (signing under spec.acl), push a changed
-// name-server list, then write the status.
+// Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
+// unprotected), resolve name servers, apply children, remove groups that were scaled in,
+// pick the admin for the brokers (signing under spec.acl), push a changed name-server list,
+// then write the status.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
@@ -68,6 +72,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		reason string
 		run    brokerStep
 	}{
+		{"NetworkPolicyFailed", r.applyNetworkPolicy},
 		{"NameServerUnresolved", r.resolveNameServers},
 		{"ApplyFailed", r.applyChildren},
 		{"ScaleInFailed", r.removeScaledInGroups},
@@ -138,6 +143,7 @@ func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(brokerOfPod)).
 		Watches(&v1alpha1.NameServer{}, handler.EnqueueRequestsFromMapFunc(r.brokersOfNameServer)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(

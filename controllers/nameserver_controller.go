@@ -6,21 +6,28 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/internal/resource"
 )
 
-// NameServerReconciler keeps a NameServer's StatefulSet, Services, ConfigMap and PDB.
+// NameServerReconciler keeps a NameServer's StatefulSet, Services, ConfigMap and PDB, and
+// its NetworkPolicy under spec.networkPolicy.
 type NameServerReconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
+	// OperatorNamespace is the namespace the NetworkPolicies admit admin traffic from.
+	OperatorNamespace string
 }
 
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers,verbs=get;list;watch;update;patch
@@ -28,9 +35,11 @@ type NameServerReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 
-// Reconcile: fetch, skip if deleting (owner references clean up), apply the children,
-// then write the status.
+// Reconcile: fetch, skip if deleting (owner references clean up), apply or delete the
+// NetworkPolicy (first, so no pod starts unprotected), apply the children, then write the
+// status.
 func (r *NameServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := &v1alpha1.NameServer{}
 	if err := r.Get(ctx, req.NamespacedName, ns); err != nil {
@@ -40,7 +49,11 @@ func (r *NameServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	orig := ns.DeepCopy()
-	b := &resource.NameServerBuilder{Instance: ns, Scheme: r.Scheme}
+	b := &resource.NameServerBuilder{Instance: ns, Scheme: r.Scheme, OperatorNamespace: r.OperatorNamespace}
+	if err := r.applyNetworkPolicy(ctx, ns, b); err != nil {
+		degraded(&ns.Status.Conditions, ns.Generation, "NetworkPolicyFailed", err)
+		return ctrl.Result{}, joinErr(err, r.Status().Patch(ctx, ns, client.MergeFrom(orig)))
+	}
 	if err := applyAll(ctx, r.Client, b.Builders()); err != nil {
 		degraded(&ns.Status.Conditions, ns.Generation, "ApplyFailed", err)
 		return ctrl.Result{}, joinErr(err, r.Status().Patch(ctx, ns, client.MergeFrom(orig)))
@@ -69,7 +82,8 @@ func (r *NameServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// SetupWithManager watches the NameServers and the objects they own.
+// SetupWithManager watches the NameServers, the objects they own, and the Brokers that
+// reference them (their pods are admitted by the NetworkPolicy).
 func (r *NameServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.NameServer{}).
@@ -77,6 +91,10 @@ func (r *NameServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		// Spec changes only: a Broker's status writes do not move its nameServerRef.
+		Watches(&v1alpha1.Broker{}, handler.EnqueueRequestsFromMapFunc(nameServerOfBroker),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("nameserver").
 		Complete(r)
 }

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -38,5 +39,8 @@ var _ = Describe("config/samples", func() {
 		br := &v1alpha1.Broker{}
 		Expect(get(br, ns, "rmq")()).To(Succeed())
 		Expect(br.Status.Groups).To(HaveLen(2))
+		for _, name := range []string{"ns-nameserver", "rmq-broker"} {
+			Expect(get(&networkingv1.NetworkPolicy{}, ns, name)()).To(Succeed(), "the samples enable spec.networkPolicy")
+		}
 	})
 })

@@ -3,6 +3,7 @@ package controllers
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,15 +15,17 @@ import (
 
 // SetupAll registers the three controllers with mgr, all sharing one admin client, and one
 // set of signing clients made from it for Brokers with ACL credentials (admin must be a
-// CredentialedAdmin, as RemotingAdmin is, for those).
-func SetupAll(mgr ctrl.Manager, admin BrokerAdmin) error {
+// CredentialedAdmin, as RemotingAdmin is, for those). operatorNamespace is where the
+// operator runs: the NetworkPolicies admit admin traffic from it ("" admits none).
+func SetupAll(mgr ctrl.Manager, admin BrokerAdmin, operatorNamespace string) error {
 	c, s := mgr.GetClient(), mgr.GetScheme()
 	rec := mgr.GetEventRecorder("rocketmq-operator")
 	admins := NewBrokerAdmins(admin, c, mgr.GetAPIReader())
-	if err := (&NameServerReconciler{Client: c, Scheme: s}).SetupWithManager(mgr); err != nil {
+	if err := (&NameServerReconciler{Client: c, Scheme: s, OperatorNamespace: operatorNamespace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&BrokerReconciler{Client: c, Scheme: s, Admin: admin, Admins: admins, Recorder: rec}).SetupWithManager(mgr); err != nil {
+	if err := (&BrokerReconciler{Client: c, Scheme: s, Admin: admin, Admins: admins, Recorder: rec,
+		OperatorNamespace: operatorNamespace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&ConsumerGroupReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
@@ -39,5 +42,6 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		&corev1.Service{}:               managed,
 		&appsv1.StatefulSet{}:           managed,
 		&policyv1.PodDisruptionBudget{}: managed,
+		&networkingv1.NetworkPolicy{}:   managed,
 	}
 }

@@ -77,9 +77,10 @@ var _ = BeforeSuite(func() {
 	admin = newFakeAdmin()
 	edge = newLoopbackEdge(admin)
 	rec := mgr.GetEventRecorder("rocketmq-operator")
-	Expect((&NameServerReconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&NameServerReconciler{Client: mgr.GetClient(), Scheme: scheme,
+		OperatorNamespace: operatorNamespace}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&BrokerReconciler{Client: mgr.GetClient(), Scheme: scheme, Admin: admin,
-		Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
+		Recorder: rec, OperatorNamespace: operatorNamespace}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&ConsumerGroupReconciler{Client: mgr.GetClient(), Admin: edge,
 		Resolver: edge, Recorder: rec, APIReader: mgr.GetAPIReader(),
 		LagRefresh: time.Second}).SetupWithManager(mgr)).To(Succeed())
@@ -97,6 +98,10 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
+
+// operatorNamespace is where the reconcilers believe the operator runs; the NetworkPolicies
+// admit it.
+const operatorNamespace = "rocketmq-system"
 
 var nsCounter int
 

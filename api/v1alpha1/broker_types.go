@@ -85,6 +85,15 @@ type BrokerSpec struct {
 	// +optional
 	ACL *BrokerACL `json:"acl,omitempty"`
 
+	// NetworkPolicy, when enabled, keeps a NetworkPolicy <name>-broker over every pod of
+	// this Broker: listenPort and the fast channel (listenPort-2) admit
+	// networkPolicy.clientPeers (default: this namespace), the operator's namespace and this
+	// Broker's own pods (slaves copy metadata from their master there); the HA port
+	// (listenPort+1) admits this Broker's own pods only. Brokers reachable from outside the
+	// cluster should run with spec.acl.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// +kubebuilder:default={}
 	// +optional
 	Storage BrokerStorage `json:"storage,omitempty"`

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // Condition types shared by every kind. Ready: every pod (or every broker call) is done.
@@ -66,3 +67,31 @@ type ContainerSpec struct {
 	// +optional
 	Pod PodOverrides `json:"pod,omitempty"`
 }
+
+// NetworkPolicySpec asks for a NetworkPolicy, owned by the resource, that selects the
+// resource's pods and admits ingress only from ClientPeers, the operator's namespace and
+// the cluster's own pods (what exactly is on each kind's networkPolicy field). Egress is
+// left alone. It only takes effect where the cluster's network plugin enforces
+// NetworkPolicies.
+type NetworkPolicySpec struct {
+	// Enabled creates the NetworkPolicy; setting it to false (or removing networkPolicy)
+	// deletes it.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// ClientPeers may reach the client ports, with the same meaning as a NetworkPolicy
+	// ingress rule's from entries. Empty admits the pods of the resource's own namespace
+	// (not every source, as an empty from would). [{namespaceSelector: {}}] admits every
+	// pod of the cluster; an ipBlock admits addresses outside it, and brokers reachable
+	// from there should run with spec.acl.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:XValidation:rule="has(self.podSelector) || has(self.namespaceSelector) || has(self.ipBlock)",message="a client peer sets podSelector, namespaceSelector or ipBlock"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.ipBlock) || !(has(self.podSelector) || has(self.namespaceSelector))",message="a client peer with ipBlock cannot also set podSelector or namespaceSelector"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.ipBlock) || isCIDR(self.ipBlock.cidr)",message="ipBlock.cidr must be a CIDR such as 10.0.0.0/8 or 2001:db8::/32"
+	// +listType=atomic
+	// +optional
+	ClientPeers []networkingv1.NetworkPolicyPeer `json:"clientPeers,omitempty"`
+}
+
+// IsEnabled says whether a NetworkPolicy is wanted; a nil spec means no.
+func (n *NetworkPolicySpec) IsEnabled() bool { return n != nil && n.Enabled }

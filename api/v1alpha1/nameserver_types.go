@@ -26,6 +26,15 @@ type NameServerSpec struct {
 	// without it the KV config lives in an emptyDir and is lost with the pod.
 	// +optional
 	Persistence *NameServerPersistence `json:"persistence,omitempty"`
+
+	// NetworkPolicy, when enabled, keeps a NetworkPolicy <name>-nameserver that admits the
+	// name-server port (ports.listenPort) only from networkPolicy.clientPeers (default: this
+	// namespace), from the pods of the Brokers whose nameServerRef names this NameServer
+	// (they register), and from the operator's namespace. Brokers elsewhere that list it in
+	// nameServerAddresses need a client peer. The name server has no ACL: whoever reaches
+	// it can register brokers and change routes, so keep it inside the cluster.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
 }
 
 // NameServerPorts are the ports a name server listens on.

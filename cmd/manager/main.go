@@ -60,13 +60,17 @@ func run() int {
 	// One remoting client, one connection per broker, shared by every controller.
 	rc := remoting.NewClient(remoting.ClientConfig{})
 	defer func() { _ = rc.Close() }()
-	if err := controllers.SetupAll(mgr, newAdmin(rc)); err != nil {
+	opNS := operatorNamespace(os.Getenv, serviceAccountNamespaceFile)
+	if opNS == "" {
+		log.Info("the operator's namespace is unknown (set POD_NAMESPACE): NetworkPolicies will not admit its admin calls")
+	}
+	if err := controllers.SetupAll(mgr, newAdmin(rc), opNS); err != nil {
 		log.Error(err, "setting up controllers")
 		return 1
 	}
 	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	utilruntime.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
-	log.Info("starting manager", "namespaces", namespaces)
+	log.Info("starting manager", "namespaces", namespaces, "operatorNamespace", opNS)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		return 1
@@ -86,4 +90,22 @@ func watched(list string) map[string]cache.Config {
 		}
 	}
 	return out
+}
+
+// serviceAccountNamespaceFile holds the pod's namespace wherever a service account token
+// is mounted.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// operatorNamespace is the namespace the manager runs in: POD_NAMESPACE (the downward API,
+// set by config/manager and the chart), else the service account's namespace file, else ""
+// (out of cluster).
+func operatorNamespace(getenv func(string) string, saFile string) string {
+	if ns := strings.TrimSpace(getenv("POD_NAMESPACE")); ns != "" {
+		return ns
+	}
+	data, err := os.ReadFile(saFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }

@@ -47,12 +47,15 @@ func BrokerACLFile(br *v1alpha1.Broker) string {
 }
 
 // BrokerBuilder builds the children of one Broker: one shared name-server ConfigMap, then
-// per group a broker.conf ConfigMap, a headless Service, a StatefulSet and a PDB.
+// per group a broker.conf ConfigMap, a headless Service, a StatefulSet and a PDB; and,
+// apart from Builders, the NetworkPolicy of spec.networkPolicy.
 type BrokerBuilder struct {
 	Instance *v1alpha1.Broker
 	Scheme   *runtime.Scheme
 	// NameServerAddress is the resolved namesrvAddr list.
 	NameServerAddress string
+	// OperatorNamespace is admitted by the NetworkPolicy; empty admits no namespace.
+	OperatorNamespace string
 }
 
 // Builders lists the children in apply order: configs, services, then StatefulSets.

@@ -19,10 +19,16 @@ const (
 	nameServerKVDir    = "/home/rocketmq/namesrv"
 )
 
-// NameServerBuilder builds the children of one NameServer.
+// NameServerBuilder builds the children of one NameServer; the NetworkPolicy of
+// spec.networkPolicy is built apart from Builders.
 type NameServerBuilder struct {
 	Instance *v1alpha1.NameServer
 	Scheme   *runtime.Scheme
+	// OperatorNamespace is admitted by the NetworkPolicy; empty admits no namespace.
+	OperatorNamespace string
+	// Brokers names the Brokers whose nameServerRef is this NameServer: the NetworkPolicy
+	// admits their pods.
+	Brokers []string
 }
 
 // Builders lists the children in apply order: the config first so the pods find it, the
