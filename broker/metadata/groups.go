@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"maps"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -58,7 +57,7 @@ func LoadGroups(dir string) (*Groups, error) {
 		return nil, err
 	}
 	if found {
-		maps.Copy(g.table, file.SubscriptionGroupTable)
+		copyNonNil(g.table, file.SubscriptionGroupTable)
 		if file.DataVersion.Timestamp != 0 {
 			g.version = file.DataVersion
 		}

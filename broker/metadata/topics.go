@@ -3,7 +3,6 @@ package metadata
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -80,7 +79,7 @@ func LoadTopics(dir string, opts TopicOptions) (*Topics, error) {
 		return nil, err
 	}
 	if found {
-		maps.Copy(t.table, file.TopicConfigTable)
+		copyNonNil(t.table, file.TopicConfigTable)
 		if file.DataVersion.Timestamp != 0 {
 			t.version = file.DataVersion
 		}

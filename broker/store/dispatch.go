@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -127,11 +129,38 @@ func (s *Store) dispatch() error {
 	}
 }
 
+// queued reports whether the record gets a consume-queue entry: PREPARED
+// and ROLLBACK transaction records are indexed but not queued.
+func queued(v *message.RecordView) bool {
+	tt := message.TransactionType(v.SysFlag)
+	return tt == message.TransactionNotType || tt == message.TransactionCommitType
+}
+
+// checkQueueable refuses a record that no consume queue can hold: a topic
+// that is not one directory name, or a queue offset whose byte position in
+// the queue overflows. The broker checks both before a put, but a damaged
+// segment (the body CRC covers only the body) or a replication master
+// delivers them unchecked.
+func checkQueueable(v *message.RecordView) error {
+	if !queued(v) {
+		return nil
+	}
+	if t := v.Topic(); len(t) == 0 || string(t) == "." || string(t) == ".." || bytes.ContainsAny(t, "/\x00") {
+		return fmt.Errorf("%w: topic %q is no directory name", ErrCorrupt, t)
+	}
+	if off := v.QueueOffset(); off >= math.MaxInt64/CQEntrySize {
+		return fmt.Errorf("%w: queue offset %d out of range", ErrCorrupt, off)
+	}
+	return nil
+}
+
 // dispatchRecord adds one record to its consume queue and the index.
 // PREPARED and ROLLBACK transaction records are indexed but not queued.
 func (s *Store) dispatchRecord(v *message.RecordView, phy int64) error {
-	tt := message.TransactionType(v.SysFlag)
-	if tt == message.TransactionNotType || tt == message.TransactionCommitType {
+	if err := checkQueueable(v); err != nil {
+		return fmt.Errorf("dispatch at offset %d: %w", phy, err)
+	}
+	if queued(v) {
 		props := v.Properties()
 		tagsCode := s.tagsCode(v, props)
 		cq, err := s.queueForWrite(v.Topic(), v.QueueID())
