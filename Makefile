@@ -70,8 +70,8 @@ test-compat: build ## Compatibility suite against the official Java client and J
 	hack/compat.sh
 
 .PHONY: fuzz
-fuzz: ## Fuzz the remoting frame and header decoders for FUZZTIME (default 60s).
-	$(GO) test ./pkg/remoting -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME)
+fuzz: ## Fuzz every network and disk decoder in turn, FUZZTIME each (default 60s); FUZZ=<regexp> picks targets.
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' hack/fuzz.sh
 
 .PHONY: bench
 bench: ## Run the Go benchmarks (protocol and storage).

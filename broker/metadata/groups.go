@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"maps"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -59,7 +58,7 @@ func LoadGroups(dir string) (*Groups, error) {
 		return nil, err
 	}
 	if found {
-		maps.Copy(g.table, legalOnly(g.path, file.SubscriptionGroupTable, names.Group))
+		copyNonNil(g.table, legalOnly(g.path, file.SubscriptionGroupTable, names.Group))
 		if file.DataVersion.Timestamp != 0 {
 			g.version = file.DataVersion
 		}

@@ -34,3 +34,13 @@ func loadJSON(path string, v any, reset func()) (bool, error) {
 	}
 	return used != "", nil
 }
+
+// copyNonNil copies src's entries into dst, leaving out the null ones a
+// damaged or hand-edited file may hold ({"T":null} decodes to a nil pointer).
+func copyNonNil[V any](dst, src map[string]*V) {
+	for k, v := range src {
+		if v != nil {
+			dst[k] = v
+		}
+	}
+}

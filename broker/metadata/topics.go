@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"path/filepath"
 	"sync"
 
@@ -74,7 +73,7 @@ func LoadTopics(dir string, opts TopicOptions) (*Topics, error) {
 		return nil, err
 	}
 	if found {
-		maps.Copy(t.table, legalOnly(t.path, file.TopicConfigTable, names.Topic))
+		copyNonNil(t.table, legalOnly(t.path, file.TopicConfigTable, names.Topic))
 		if file.DataVersion.Timestamp != 0 {
 			t.version = file.DataVersion
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,6 +30,18 @@ func getEntry(b []byte) cqEntry {
 		tagsCode: int64(binary.BigEndian.Uint64(b[12:])),
 	}
 }
+
+func putEntry(b []byte, e cqEntry) {
+	binary.BigEndian.PutUint64(b, uint64(e.phy))
+	binary.BigEndian.PutUint32(b[8:], uint32(e.size))
+	binary.BigEndian.PutUint64(b[12:], uint64(e.tagsCode))
+}
+
+// preBlank fills the slots before a queue's first entry when that entry is
+// not the first of its file (a slave that starts from its master's newest
+// segment), as Java's ConsumeQueue.fillPreBlank does: never read, and
+// non-empty so that recoverEnd does not take them for the queue's end.
+var preBlank = cqEntry{phy: 0, size: math.MaxInt32}
 
 // consumeQueue is the logical queue of one topic and queue id. The
 // dispatcher is its only writer; readers hold the file they read.
@@ -173,10 +186,14 @@ func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) (bool, e
 		f.Hold()
 	}
 	defer f.Release()
-	p := int(pos - f.Start)
-	binary.BigEndian.PutUint64(f.Data[p:], uint64(phy))
-	binary.BigEndian.PutUint32(f.Data[p+8:], uint32(size))
-	binary.BigEndian.PutUint64(f.Data[p+12:], uint64(tagsCode))
+	if min := cq.minOffset.Load(); min == cq.maxOffset.Load() && min == f.Start/CQEntrySize && off > min {
+		// The queue's first entry, past the start of its file.
+		for o := min; o < off; o++ {
+			putEntry(f.Data[o*CQEntrySize-f.Start:], preBlank)
+		}
+		cq.minOffset.Store(off)
+	}
+	putEntry(f.Data[pos-f.Start:], cqEntry{phy: phy, size: size, tagsCode: tagsCode})
 	cq.maxOffset.Store(off + 1) // publish after the bytes are in place
 	return true, nil
 }
@@ -265,7 +282,15 @@ func (cq *consumeQueue) flush() error {
 	newFiles := cq.newFiles.Swap(false) // before end: covers every file end reaches into
 	end := cq.maxOffset.Load()
 	fs := int64(cq.fileSize) / CQEntrySize
-	for off := cq.flushed - cq.flushed%fs; off < end; off += fs {
+	from := cq.flushed
+	cq.mu.RLock()
+	if len(cq.files) > 0 {
+		// Step from the first file, not through the gap a fresh run leaves
+		// below it (newFile): a queue offset far ahead would take forever.
+		from = max(from, cq.files[0].Start/CQEntrySize)
+	}
+	cq.mu.RUnlock()
+	for off := from - from%fs; off < end; off += fs {
 		f := cq.file(off)
 		if f == nil {
 			continue
@@ -299,7 +324,7 @@ func (cq *consumeQueue) truncate(phyEnd int64) {
 			return
 		}
 		e, ok := cq.entry(max - 1)
-		if !ok || e.phy+int64(e.size) <= phyEnd {
+		if !ok || e.phy+int64(e.size) <= phyEnd || e == preBlank {
 			return
 		}
 		f := cq.file(max - 1)
@@ -371,7 +396,7 @@ func (cq *consumeQueue) correctMin(phyMin int64) {
 	max := cq.maxOffset.Load()
 	for min < max {
 		e, ok := cq.entry(min)
-		if !ok || e.phy >= phyMin {
+		if !ok || e.phy >= phyMin && e != preBlank {
 			break
 		}
 		min++

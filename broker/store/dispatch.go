@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,13 +160,15 @@ func (s *Store) dispatchRecord(v *message.RecordView, phy int64) error {
 	return nil
 }
 
-// queueable reports whether v's topic and queue id can name a consume queue.
+// queueable reports whether v's topic, queue id and queue offset can name a
+// consume-queue entry.
 // This store never appends a record that cannot (appendBatch refuses it), but
 // a replicated or older record may: it gets no queue and no path, dispatch
 // goes on, and the first of them and every 1000th after are logged.
 func (s *Store) queueable(v *message.RecordView, phy int64) bool {
 	err := names.Topic(string(v.Topic()))
-	if err == nil && v.QueueID() >= 0 {
+	// A queue offset whose byte position in the queue overflows names no entry either.
+	if err == nil && v.QueueID() >= 0 && v.QueueOffset() >= 0 && v.QueueOffset() < math.MaxInt64/CQEntrySize {
 		return true
 	}
 	if n := s.unqueueable.Add(1); n%1000 == 1 {

@@ -40,8 +40,12 @@
 // delivery time in ms (store time + the DELAY level's duration). Entry n of
 // a queue is at byte n*20 of the queue's file sequence; files hold
 // MappedFileSizeConsumeQueue/20 entries (300,000). An entry whose size is 0
-// is empty; the first empty entry is the queue's end. Transaction PREPARED
-// and ROLLBACK records get no entry (and are stored with queue offset 0).
+// is empty; the first empty entry is the queue's end. When a queue's first
+// entry is not the first of its file (a slave starting from its master's
+// newest segment), the slots before it hold Java's pre-blank entry (offset
+// 0, size 2^31-1, tag code 0) and the queue's min offset is that first
+// entry. Transaction PREPARED and ROLLBACK records get no entry (and are
+// stored with queue offset 0).
 //
 // # Index
 //
@@ -84,12 +88,16 @@
 //
 // # Recovery
 //
-// A clean start (no abort file, valid checkpoint, zeros after the recorded
-// tail) trusts the checkpoint and scans nothing. An unclean start scans the
-// commitlog from the segment holding the oldest durable point of the
-// checkpoint (everything, without one), verifying magic, sizes, physical
-// offsets and body CRC; it cuts at the first bad record (zeroing the rest
-// of that segment and deleting later ones), truncates consume-queue and
-// index entries at or past the checkpoint's logics offset (or the cut,
-// whichever is lower), and re-dispatches from there.
+// A clean start (no abort file, valid checkpoint, everything below the
+// recorded tail dispatched, zeros after it and room for a blank record
+// before the segment's end) trusts the checkpoint and scans nothing. An
+// unclean start scans the commitlog from the segment holding the oldest
+// durable point of the checkpoint (everything, without one), verifying
+// magic, sizes, physical offsets, body CRC, the room every record leaves
+// for a blank, and (the CRC covers only the body) that the topic is one
+// directory name and the queue offset fits a consume queue; it cuts at the
+// first bad record (zeroing the rest of that segment and deleting later
+// ones), truncates consume-queue and index entries at or past the
+// checkpoint's logics offset (or the cut, whichever is lower), and
+// re-dispatches from there.
 package store

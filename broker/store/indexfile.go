@@ -34,13 +34,15 @@ type indexHeader struct {
 	slotCount, indexCount            int32
 }
 
+// header reads the file's header. A damaged one never claims more entries
+// than the file holds, so entry numbers below indexCount are in the file.
 func (x *indexFile) header() indexHeader {
 	b := x.f.Data
 	be := binary.BigEndian
 	return indexHeader{
 		beginTs: int64(be.Uint64(b)), endTs: int64(be.Uint64(b[8:])),
 		beginPhy: int64(be.Uint64(b[16:])), endPhy: int64(be.Uint64(b[24:])),
-		slotCount: int32(be.Uint32(b[32:])), indexCount: int32(be.Uint32(b[36:])),
+		slotCount: int32(be.Uint32(b[32:])), indexCount: min(int32(be.Uint32(b[36:])), int32(x.entries)),
 	}
 }
 
@@ -67,8 +69,10 @@ func keyHash(key string) int32 {
 	return h
 }
 
+// slotPos is the slot of hash; keyHash is never negative, but a hash read
+// back from a damaged file may be.
 func (x *indexFile) slotPos(hash int32) int {
-	return indexHeaderSize + int(hash%int32(x.slots))*indexSlotSize
+	return indexHeaderSize + int(uint32(hash)%uint32(x.slots))*indexSlotSize
 }
 
 func (x *indexFile) entryPos(n int32) int {

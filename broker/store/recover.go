@@ -14,7 +14,9 @@ import (
 //	dispatched <= wrote, every consume-queue and index entry points below
 //	dispatched, and wrote is the end of the last intact record.
 //
-// A clean start trusts the checkpoint (no scan). An unclean one scans the
+// A clean start trusts the checkpoint (no scan) when it shows everything
+// below the tail dispatched, as Close leaves it (a slave's partly received
+// last record is not, and the scan cuts it). An unclean one scans the
 // commitlog from the segment holding the oldest durable point, checking
 // magic, sizes, offsets and body CRC, cuts a torn tail, truncates consume
 // queues and index past what was durable, and re-dispatches from there.
@@ -24,7 +26,8 @@ func (s *Store) recover() error {
 	s.CleanStart = os.IsNotExist(err)
 	if len(s.cl.segs) == 0 {
 		s.cl.wrote.Store(0)
-	} else if first := s.cl.segs[0].Start; s.CleanStart && hasCk && s.cleanTailOK(ck.commitLog) {
+	} else if first := s.cl.segs[0].Start; s.CleanStart && hasCk && ck.consumeQueue == ck.commitLog &&
+		ck.index == ck.commitLog && s.cleanTailOK(ck.commitLog) {
 		s.cl.wrote.Store(ck.commitLog)
 	} else {
 		s.CleanStart = false
@@ -82,11 +85,16 @@ func (s *Store) cleanTailOK(tail int64) bool {
 		return false
 	}
 	p := int(tail - last.Start)
+	if p+message.MinBlankLength > len(last.Data) {
+		return false // no writer leaves less room than a blank record
+	}
 	return binary.BigEndian.Uint64(last.Data[p:]) == 0
 }
 
 // scanCommitLog verifies records from offset from (a segment start) and
-// returns the end of the last intact one.
+// returns the end of the last intact one: framed, body CRC and physical
+// offset right, room left for a blank. A record no queue can hold is kept:
+// dispatch skips it (queueable).
 func (s *Store) scanCommitLog(from int64) (int64, error) {
 	size := int64(s.cl.segSize)
 	for _, seg := range s.cl.segs {
@@ -102,8 +110,10 @@ func (s *Store) scanCommitLog(from int64) (int64, error) {
 				pos = len(seg.Data)
 				break
 			}
+			// A writer always leaves room for the blank that ends a segment.
 			v, err := message.ParseRecord(b)
-			if err != nil || !v.CheckCRC() || v.PhysicalOffset() != seg.Start+int64(pos) {
+			if err != nil || !v.CheckCRC() || v.PhysicalOffset() != seg.Start+int64(pos) ||
+				v.Size()+message.MinBlankLength > len(b) {
 				return seg.Start + int64(pos), nil
 			}
 			pos += v.Size()

@@ -48,3 +48,45 @@ func TestReplicateRaw(t *testing.T) {
 		t.Fatalf("slave index: %v", got)
 	}
 }
+
+// TestReplicaFromNewestSegment starts an empty slave at its master's newest
+// segment, as 4.9.7 does: the queue's first entry there is not the first of
+// its consume-queue file. Its min offset must be that entry, and a restart
+// must keep every entry (the slots before it are pre-blanks, not the end).
+func TestReplicaFromNewestSegment(t *testing.T) {
+	cfg := testConfig(t)
+	master := mustOpen(t, cfg)
+	defer master.Close()
+	for master.CommitLogMaxOffset() < int64(cfg.MappedFileSizeCommitLog)+1000 {
+		mustPut(t, master, newMsg("H", 0, "x", nil))
+	}
+	waitDispatched(t, master)
+	start := int64(cfg.MappedFileSizeCommitLog)
+	scfg := testConfig(t)
+	slave := mustOpen(t, scfg)
+	data, release := master.ReadRaw(start, int(master.CommitLogMaxOffset()-start))
+	if err := slave.AppendRaw(start, data); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	waitDispatched(t, slave)
+	want := readAll(t, master, "H", 0)
+	check := func(when string) {
+		cq := slave.queue("H", 0)
+		min, max := cq.minOffset.Load(), cq.maxOffset.Load()
+		if max != int64(len(want)) || min%int64(cfg.MappedFileSizeConsumeQueue/CQEntrySize) == 0 {
+			t.Fatalf("%s: slave queue [%d, %d), master max %d", when, min, max, len(want))
+		}
+		if m := want[min]; m.PhysicalOffset < start || want[min-1].PhysicalOffset >= start {
+			t.Fatalf("%s: slave min %d is at commitlog %d, its segment starts at %d", when, min, m.PhysicalOffset, start)
+		}
+		if err := slave.Verify(); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+	check("replicated")
+	slave.Close()
+	slave = mustOpen(t, scfg)
+	defer slave.Close()
+	check("after restart")
+}

@@ -5,7 +5,6 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -129,12 +128,13 @@ func readPart(r io.Reader) ([]byte, error) {
 	if n < 0 || n > maxPart {
 		return nil, fmt.Errorf("part length %d out of range", n)
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
+	// Memory follows the bytes that inflate, not the length the part claims.
+	p, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err != nil {
 		return nil, err
+	}
+	if len(p) < int(n) {
+		return nil, io.ErrUnexpectedEOF
 	}
 	return p, nil
 }
