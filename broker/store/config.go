@@ -49,6 +49,12 @@ type Config struct {
 	MaxIndexNum                   int           // maxIndexNum
 	MessageIndexEnable            bool          // messageIndexEnable
 	AccessMessageInMemoryMaxRatio int           // accessMessageInMemoryMaxRatio, percent of RAM
+	// CheckCRCOnRead (checkCRCOnRead; not a Java key, named after its
+	// checkCRCOnRecover) checks the body CRC of every record a read hands
+	// out: pulls, lookups by offset or key, replication. A record that fails
+	// is not served (see "Damage" in doc.go). Framing, offsets, topic and
+	// queue are checked either way.
+	CheckCRCOnRead bool
 
 	// Transfer limits per pull (maxTransfer{Bytes,Count}OnMessageIn{Memory,Disk}).
 	MaxTransferBytesOnMessageInMemory int
@@ -91,6 +97,7 @@ func DefaultConfig(root string) Config {
 		MaxIndexNum:                       DefaultMaxIndexNum,
 		MessageIndexEnable:                true,
 		AccessMessageInMemoryMaxRatio:     DefaultAccessMessageInMemoryRatio,
+		CheckCRCOnRead:                    true,
 		MaxTransferBytesOnMessageInMemory: 256 * 1024,
 		MaxTransferCountOnMessageInMemory: 32,
 		MaxTransferBytesOnMessageInDisk:   64 * 1024,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,17 +37,23 @@ type Store struct {
 	cqs      map[string]map[int32]*consumeQueue
 	cqLoaded bool // every queue on disk is in cqs (set once in Open)
 
-	putMu       sync.Mutex      // the single commitlog writer
-	queueTable  map[cqKey]int64 // next queue offset per queue; under putMu
-	writeErr    error           // sticky write failure; under putMu
-	kickDisp    chan struct{}   // wakes the dispatcher
-	dispatched  atomic.Int64    // records below are in consume queues and index
-	unqueueable atomic.Int64    // records dispatched without a queue (queueable)
-	dispMu      sync.Mutex      // serialises dispatch runs
-	gc          *groupCommit    // SYNC_FLUSH only
-	flushMu     sync.Mutex      // serialises logics flushes and checkpoint writes
-	listeners   atomic.Pointer[[]ArrivalFunc]
-	spares      *cqSpares // ready consume-queue files for the dispatcher
+	putMu        sync.Mutex      // the single commitlog writer
+	queueTable   map[cqKey]int64 // next queue offset per queue; under putMu
+	writeErr     error           // sticky write failure; under putMu
+	kickDisp     chan struct{}   // wakes the dispatcher
+	dispatched   atomic.Int64    // records below are in consume queues and index
+	unqueueable  atomic.Int64    // records dispatched without a queue (queueable)
+	wrongEntries atomic.Int64    // consume-queue entries a read found pointing at no fitting record
+	dispMu       sync.Mutex      // serialises dispatch runs
+	gc           *groupCommit    // SYNC_FLUSH only
+	flushMu      sync.Mutex      // serialises logics flushes and checkpoint writes
+	listeners    atomic.Pointer[[]ArrivalFunc]
+	spares       *cqSpares // ready consume-queue files for the dispatcher
+	damage       *damageSet
+	// lastSkip is the damaged range (or filler) the dispatcher passed last:
+	// the queues whose offsets it held get gap entries pointing at it.
+	// Under dispMu.
+	lastSkip damagedRange
 
 	// Recovery facts, for callers and tests.
 	CleanStart bool  // the previous run shut down cleanly
@@ -85,6 +92,7 @@ func Open(cfg Config) (*Store, error) {
 		stop:       make(chan struct{}),
 	}
 	s.memLimit = totalMemory(cfg.TotalMemory) * int64(cfg.AccessMessageInMemoryMaxRatio) / 100
+	s.damage = newDamageSet(filepath.Join(cfg.StorePathRootDir, DamageLogFile), cfg.MappedFileSizeCommitLog)
 	removeSpares(cfg.consumeQueueDir())
 	s.spares = newCQSpares(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue)
 	var err error

@@ -2,15 +2,15 @@ package store
 
 import (
 	"fmt"
-
-	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
 // Verify checks the store's invariants the expensive way: every consume
 // queue entry in [min, max) points at a complete record below the
-// dispatched offset whose CRC, topic, queue id and queue offset match, and
-// queue offsets are dense. Meant for tests and offline checks; it reads
-// everything.
+// dispatched offset whose CRC, topic, queue id and queue offset match, or is
+// a gap (its record is in a known damaged range, or it points at the
+// queue's next record); queue offsets are dense. Meant for tests and
+// offline checks; it reads everything. Damage it finds is an error even if
+// a read would now report and skip it.
 func (s *Store) Verify() error {
 	dispatched := s.dispatched.Load()
 	minPhy := s.cl.minOffset()
@@ -34,16 +34,12 @@ func (s *Store) Verify() error {
 			if seg == nil {
 				return fmt.Errorf("%w: queue %s/%d entry %d: commitlog %d unreadable", ErrCorrupt, cq.topic, cq.queueID, off, e.phy)
 			}
-			v, err := message.ParseRecord(rec)
-			switch {
-			case err != nil:
-			case !v.CheckCRC():
-				err = fmt.Errorf("body CRC mismatch")
-			case string(v.Topic()) != cq.topic || v.QueueID() != cq.queueID || v.QueueOffset() != off || v.PhysicalOffset() != e.phy:
-				err = fmt.Errorf("record is %s/%d@%d at %d", v.Topic(), v.QueueID(), v.QueueOffset(), v.PhysicalOffset())
-			}
+			c, err := s.checkEntry(cq, off, e, rec, true)
 			seg.Release()
-			if err != nil {
+			switch c {
+			case entryDamaged:
+				return fmt.Errorf("%w: queue %s/%d entry %d: damaged record at %d not known: %w", ErrCorrupt, cq.topic, cq.queueID, off, e.phy, err)
+			case entryWrong:
 				return fmt.Errorf("%w: queue %s/%d entry %d: %w", ErrCorrupt, cq.topic, cq.queueID, off, err)
 			}
 		}
