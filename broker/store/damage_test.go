@@ -118,7 +118,7 @@ type damageCase struct {
 }
 
 var (
-	bodyByte   = func(r *PutResult) int64 { return 88 + 5 } // IPv4 hosts: body starts at 88
+	bodyByte   = func(r *PutResult) int64 { return 88 + 40 } // IPv4 hosts: the body starts at 88
 	lengthByte = func(r *PutResult) int64 { return message.OffTotalSize + 2 }
 	magicByte  = func(r *PutResult) int64 { return message.OffMagic + 1 }
 
@@ -244,5 +244,56 @@ func TestFlippedByteLosesOnlyItsRecord(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCheckCRCOnReadOff: with checkCRCOnRead=false a record whose body
+// fails its CRC is served (the operator's choice), one whose framing is
+// damaged still is not, and neither is one recovery already skipped.
+func TestCheckCRCOnReadOff(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.CheckCRCOnRead = false
+	s := mustOpen(t, cfg)
+	msgs := fillDamageStore(t, s, 30)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	flipAt(t, cfg, msgs[4].res.PhysicalOffset+bodyByte(nil))
+	flipAt(t, cfg, msgs[7].res.PhysicalOffset+magicByte(nil))
+
+	s = mustOpen(t, cfg)
+	defer s.Close()
+	seen := map[int]bool{}
+	for q := int32(0); q < damageQueues; q++ {
+		for _, m := range readAllRaw(t, s, "DMG", q) {
+			var i int
+			fmt.Sscanf(string(m.Body), "dmg-%04d|", &i)
+			seen[i] = true
+		}
+	}
+	if !seen[4] || seen[7] || len(seen) != 29 {
+		t.Fatalf("served: body-damaged %v (want true), magic-damaged %v (want false), %d in all", seen[4], seen[7], len(seen))
+	}
+}
+
+// readAllRaw is readAll without the CRC check of the decode.
+func readAllRaw(t *testing.T, s *Store, topic string, qid int32) []*message.MessageExt {
+	t.Helper()
+	var out []*message.MessageExt
+	for off := int64(0); ; {
+		r := s.GetMessage(topic, qid, off, 32, 1<<20, nil)
+		for _, b := range r.Messages {
+			m, err := message.DecodeRecord(b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+		next := r.NextBeginOffset
+		r.Release()
+		if next <= off {
+			return out
+		}
+		off = next
 	}
 }
