@@ -75,6 +75,7 @@ type Config struct {
 	Now         func() time.Time
 	TotalMemory int64
 	DiskUsage   func(path string) (usedRatio float64, err error)
+	DiskFree    func(path string) (freeBytes int64, err error) // nil: statfs; one volume for every path
 }
 
 // DefaultConfig returns the RocketMQ 4.9 defaults rooted at root.

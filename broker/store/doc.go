@@ -15,11 +15,13 @@
 // Every data file is created at its full size (fallocate, so a full disk
 // fails at creation and never while writing into the mapping) under a
 // ".tmp" name, synced, renamed, and the directory fsynced. Leftover ".tmp"
-// files are removed at open. Consume-queue files are the exception: the
-// dispatcher must not wait for a disk round trip before a new queue's first
-// message is readable, so it takes a spare file made (unsynced) in the
-// background and moves it to its name afterwards; the logics flush syncs the
-// file and its directories before a checkpoint claims any entry in it.
+// files are removed at open, and Open warns when the volume cannot hold one
+// more commitlog segment and index file. Consume-queue files are the
+// exception: the dispatcher must not wait for a disk round trip before a new
+// queue's first message is readable, so it takes a spare file made
+// (unsynced) in the background and moves it to its name afterwards; the
+// logics flush syncs the file and its directories before a checkpoint claims
+// any entry in it.
 //
 // # Commitlog
 //

@@ -58,6 +58,9 @@ type Store struct {
 	// Recovery facts, for callers and tests.
 	CleanStart bool  // the previous run shut down cleanly
 	Truncated  int64 // bytes cut from the commitlog tail at recovery
+	// LowDiskSpace: at Open the store's volume could not hold one more
+	// commitlog segment and index file (logged as a WARN).
+	LowDiskSpace bool
 
 	closed   atomic.Bool
 	stop     chan struct{}
@@ -112,6 +115,7 @@ func Open(cfg Config) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	s.LowDiskSpace = s.checkFreeSpace()
 	// The abort marker exists from here until a clean Close removes it.
 	if err := writeFileAtomic(cfg.abortPath(), nil); err != nil {
 		s.closeFiles()
