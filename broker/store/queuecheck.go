@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log"
 
@@ -20,37 +21,57 @@ const (
 )
 
 // checkEntry classifies entry e of cq at queue offset qoff; rec is the
-// mapping's bytes [e.phy, e.phy+e.size). crc selects the body CRC check.
-// It allocates nothing on the common path.
+// mapping's bytes [e.phy, e.phy+e.size). Without crc it reads only the
+// record's fixed header (total size, magic, physical offset, queue id,
+// queue offset: its first 36 bytes, which the pull sends anyway); with crc
+// it also parses the whole record, compares the topic and checks the body
+// CRC. It allocates nothing.
 func (s *Store) checkEntry(cq *consumeQueue, qoff int64, e cqEntry, rec []byte, crc bool) (entryCheck, error) {
 	if !s.damage.empty() {
 		if _, ok := s.damage.find(e.phy); ok {
 			return entryGap, nil
 		}
 	}
-	v, err := message.ParseRecord(rec)
-	if err == nil && v.Size() == len(rec) && v.PhysicalOffset() == e.phy {
-		if v.QueueOffset() != qoff || v.QueueID() != cq.queueID || string(v.Topic()) != cq.topic {
-			if v.QueueOffset() > qoff && v.QueueID() == cq.queueID && string(v.Topic()) == cq.topic {
-				return entryGap, nil // a gap entry: it points at the queue's next record
-			}
-			return entryWrong, fmt.Errorf("points at %q/%d@%d", v.Topic(), v.QueueID(), v.QueueOffset())
+	be := binary.BigEndian
+	if len(rec) < message.OffSysFlag || int(int32(be.Uint32(rec))) != len(rec) ||
+		int32(be.Uint32(rec[message.OffMagic:])) != message.MagicCode ||
+		int64(be.Uint64(rec[message.OffPhysicalOffset:])) != e.phy {
+		return s.framingDamage(e, rec)
+	}
+	if int64(be.Uint64(rec[message.OffQueueOffset:])) != qoff || int32(be.Uint32(rec[message.OffQueueID:])) != cq.queueID {
+		v, err := message.ParseRecord(rec)
+		if err == nil && v.QueueOffset() > qoff && v.QueueID() == cq.queueID && string(v.Topic()) == cq.topic {
+			return entryGap, nil // a gap entry: it points at the queue's next record
 		}
-		if crc && !v.CheckCRC() {
-			return entryDamaged, errCRC
-		}
+		return entryWrong, fmt.Errorf("points at a record of queue %d, queue offset %d", v.QueueID(), v.QueueOffset())
+	}
+	if !crc {
 		return entryOK, nil
 	}
-	if err == nil {
-		if v.Size() != len(rec) {
-			err = fmt.Errorf("record size %d, the entry says %d", v.Size(), len(rec))
-		} else {
-			err = errPhyOffset
-		}
+	v, err := message.ParseRecord(rec)
+	switch {
+	case err != nil:
+		return s.framingDamage(e, rec)
+	case string(v.Topic()) != cq.topic:
+		return entryWrong, fmt.Errorf("points at a record of topic %q", v.Topic())
+	case !v.CheckCRC():
+		return entryDamaged, errCRC
 	}
-	// The framing is damaged. That is commitlog damage only if the entry
-	// spans a whole record: a record, blank or the tail starts right after
-	// it. Otherwise the entry is what is wrong.
+	return entryOK, nil
+}
+
+// framingDamage classifies an entry whose record does not frame: commitlog
+// damage if the entry spans a whole record (a record, blank or the tail
+// starts right after it), else the entry itself is wrong.
+func (s *Store) framingDamage(e cqEntry, rec []byte) (entryCheck, error) {
+	_, err := message.ParseRecord(rec)
+	switch {
+	case err != nil:
+	case len(rec) >= message.OffSysFlag && int64(binary.BigEndian.Uint64(rec[message.OffPhysicalOffset:])) != e.phy:
+		err = errPhyOffset
+	default:
+		err = fmt.Errorf("record size %d, the entry says %d", binary.BigEndian.Uint32(rec), len(rec))
+	}
 	if s.boundaryAt(e.phy + int64(e.size)) {
 		return entryDamaged, err
 	}
