@@ -88,9 +88,18 @@ func BenchmarkAppendAsync16(b *testing.B) { benchAppend(b, AsyncFlush, 16) }
 func BenchmarkAppendSync16(b *testing.B)  { benchAppend(b, SyncFlush, 16) }
 
 // BenchmarkReadConsumeQueue pulls sequentially through one queue, 32
-// messages a pull, decoding nothing (as the broker sends raw records).
+// messages a pull, decoding nothing (as the broker sends raw records), with
+// CheckCRCOnRead on (the default) and off.
 func BenchmarkReadConsumeQueue(b *testing.B) {
-	s, err := Open(benchConfig(b, AsyncFlush))
+	for _, crc := range []bool{true, false} {
+		b.Run("checkCRCOnRead="+strconv.FormatBool(crc), func(b *testing.B) { benchReadConsumeQueue(b, crc) })
+	}
+}
+
+func benchReadConsumeQueue(b *testing.B, crc bool) {
+	cfg := benchConfig(b, AsyncFlush)
+	cfg.CheckCRCOnRead = crc
+	s, err := Open(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
