@@ -27,7 +27,8 @@ func (s *Store) ReadRaw(offset int64, max int) (data []byte, release func()) {
 }
 
 // ReadChecked is ReadRaw for replication: it hands out only bytes of
-// records that pass their checks (framing, physical offset, body CRC), and
+// records that pass their checks (framing, physical offset, and the body
+// CRC under CheckCRCOnRead), and
 // a known damaged range as its filler (filler.go), found damage becoming a
 // known range first. checked is the end of the last record the previous
 // call checked (end, passed back; -1 when unknown, e.g. for a new slave):
@@ -74,7 +75,7 @@ func (s *Store) ReadChecked(offset int64, max int, checked int64) (data []byte, 
 			end = segEnd(seg)
 			break
 		}
-		v, err := checkRecordAt(seg, p)
+		v, err := s.checkReplicated(seg, p)
 		if err == nil && p+int64(v.Size()) > tail {
 			break // not whole yet (a replica's own tail); never on a master
 		}
@@ -98,6 +99,19 @@ func (s *Store) ReadChecked(offset int64, max int, checked int64) (data []byte, 
 	}
 	stop := min(end, limit)
 	return seg.Data[offset-seg.Start : stop-seg.Start : stop-seg.Start], end, seg.Release, nil
+}
+
+// checkReplicated is checkRecordAt with the body CRC only under
+// CheckCRCOnRead.
+func (s *Store) checkReplicated(seg *mmapfile.File, off int64) (message.RecordView, error) {
+	if s.cfg.CheckCRCOnRead {
+		return checkRecordAt(seg, off)
+	}
+	v, err := message.ParseRecord(seg.Data[off-seg.Start:])
+	if err == nil && v.PhysicalOffset() != off {
+		err = errPhyOffset
+	}
+	return v, err
 }
 
 // recordBefore finds the start of the record holding off, looking back at
