@@ -64,6 +64,9 @@ type damageSet struct {
 	mu      sync.Mutex // serialises add and the report file
 	ranges  atomic.Pointer[[]damagedRange]
 	count   atomic.Int64 // entries refused because of damage (reads, replication)
+
+	fillerMu sync.Mutex
+	fillers  map[int64]*filler // replication's fillers, by range start
 }
 
 func newDamageSet(path string, segSize int) *damageSet {

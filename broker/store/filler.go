@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/netip"
-	"sync"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
@@ -47,17 +46,12 @@ type filler struct {
 	head, tail    []byte
 }
 
-var (
-	fillerMu    sync.Mutex
-	fillerCache = map[int64]*filler{} // by range start; a few entries at most
-)
-
-// fillerFor builds (or finds) the filler of r; segEnd is the end of r's
-// segment.
-func fillerFor(r damagedRange, segEnd int64) (*filler, error) {
-	fillerMu.Lock()
-	defer fillerMu.Unlock()
-	if f := fillerCache[r.start]; f != nil && f.length == r.len() {
+// fillerFor builds (or finds) the filler of r, a range of d; segEnd is the
+// end of r's segment.
+func (d *damageSet) fillerFor(r damagedRange, segEnd int64) (*filler, error) {
+	d.fillerMu.Lock()
+	defer d.fillerMu.Unlock()
+	if f := d.fillers[r.start]; f != nil && f.length == r.len() {
 		return f, nil
 	}
 	f := &filler{start: r.start, length: r.len()}
@@ -85,10 +79,10 @@ func fillerFor(r damagedRange, segEnd int64) (*filler, error) {
 		binary.BigEndian.PutUint32(f.head, uint32(r.len()))
 		binary.BigEndian.PutUint32(f.head[len(f.head)-4:], uint32(bodyLen))
 	}
-	if len(fillerCache) >= 16 {
-		clear(fillerCache)
+	if d.fillers == nil || len(d.fillers) >= 16 {
+		d.fillers = map[int64]*filler{} // by range start; a few at a time
 	}
-	fillerCache[r.start] = f
+	d.fillers[r.start] = f
 	return f, nil
 }
 

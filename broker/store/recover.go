@@ -117,7 +117,7 @@ func (s *Store) loadDamage() {
 			if r.kind == DamageFiller {
 				ok = err == nil && isFiller(&v)
 			} else {
-				ok = err != nil || isFiller(&v)
+				ok = err != nil
 			}
 		}
 		seg.Release()

@@ -44,7 +44,7 @@ func (s *Store) ReadChecked(offset int64, max int, checked int64) (data []byte, 
 		return nil, checked, noop, nil
 	}
 	if r, ok := s.damage.find(offset); ok {
-		f, err := fillerFor(r, r.start-r.start%int64(s.cl.segSize)+int64(s.cl.segSize))
+		f, err := s.damage.fillerFor(r, r.start-r.start%int64(s.cl.segSize)+int64(s.cl.segSize))
 		if err != nil {
 			return nil, checked, noop, err
 		}

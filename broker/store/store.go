@@ -21,7 +21,9 @@ import (
 //	dispMu -> cqMu -> consumeQueue.mu;  dispMu -> indexService.mu
 //	dispMu -> consumeQueue.placeMu -> consumeQueue.mu
 //	flushMu -> commitLog.flushMu -> commitLog.mu | consumeQueue.placeMu | consumeQueue.mu | indexService.mu
-//	groupCommit.mu is a leaf.
+//	groupCommit.mu, damageSet.mu and damageSet.fillerMu are leaves (damageSet.mu
+//	is taken under commitLog.mu by recovery's cut and under dispMu by the
+//	dispatcher; what a report describes is read before it is taken).
 //
 // Mapped-file references (Hold/Release) are lock-free and may outlive the
 // locks under which the file was found.
