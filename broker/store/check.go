@@ -153,12 +153,38 @@ func (cl *commitLog) describeDamage(r damagedRange) string {
 
 func describeIn(seg *mmapfile.File, r damagedRange) string {
 	var msgs []string
+	p, blank := recordsIn(seg, r, func(v *message.RecordView, phy int64, state string) bool {
+		if v.PhysicalOffset() != phy {
+			state += ", physical offset field " + fmt.Sprint(v.PhysicalOffset())
+		}
+		msgs = append(msgs, fmt.Sprintf("%q/%d@%d (%s)", v.Topic(), v.QueueID(), v.QueueOffset(), state))
+		return len(msgs) < 64
+	})
+	if blank {
+		msgs = append(msgs, "end-of-segment blank")
+	}
+	var b strings.Builder
+	if len(msgs) == 0 {
+		b.WriteString("messages: none readable")
+	} else {
+		b.WriteString("messages: " + strings.Join(msgs, ", "))
+	}
+	if p < r.end {
+		fmt.Fprintf(&b, "; %d bytes unreadable", min(r.end, segEnd(seg))-p)
+	}
+	return b.String()
+}
+
+// recordsIn calls fn, in order, for each record of r whose header can be
+// read (state says how: "body CRC ok", "body CRC mismatch", "magic
+// damaged", ...) until fn returns false or a record cannot be read, and
+// returns where it stopped and whether it stopped at a blank that ends the
+// segment. A view of a mended record is of a copy.
+func recordsIn(seg *mmapfile.File, r damagedRange, fn func(v *message.RecordView, phy int64, state string) bool) (int64, bool) {
 	p := r.start
-	for p < r.end && len(msgs) < 64 {
+	for p < r.end {
 		if blankAt(seg, p) {
-			msgs = append(msgs, "end-of-segment blank")
-			p = segEnd(seg)
-			break
+			return segEnd(seg), true
 		}
 		lim := min(r.end, segEnd(seg)) - seg.Start
 		v, err := message.ParseRecord(seg.Data[p-seg.Start : lim])
@@ -172,22 +198,12 @@ func describeIn(seg *mmapfile.File, r damagedRange) string {
 		} else if !v.CheckCRC() {
 			state = "body CRC mismatch"
 		}
-		if v.PhysicalOffset() != p {
-			state += ", physical offset field " + fmt.Sprint(v.PhysicalOffset())
+		if !fn(&v, p, state) {
+			break
 		}
-		msgs = append(msgs, fmt.Sprintf("%q/%d@%d (%s)", v.Topic(), v.QueueID(), v.QueueOffset(), state))
 		p += int64(v.Size())
 	}
-	var b strings.Builder
-	if len(msgs) == 0 {
-		b.WriteString("messages: none readable")
-	} else {
-		b.WriteString("messages: " + strings.Join(msgs, ", "))
-	}
-	if p < r.end {
-		fmt.Fprintf(&b, "; %d bytes unreadable", min(r.end, segEnd(seg))-p)
-	}
-	return b.String()
+	return p, false
 }
 
 // mendedRecord parses a copy of b with the magic and then the total size
@@ -204,4 +220,40 @@ func mendedRecord(b []byte) (message.RecordView, string, error) {
 	binary.BigEndian.PutUint32(c, uint32(len(c)))
 	v, err := message.ParseRecord(c)
 	return v, "total size or magic damaged", err
+}
+
+// completeAt returns the size of the record at off if it is whole though
+// damaged: it frames, its magic or total size put right if need be (the
+// size as where its non-zero bytes end, within maxSize), its physical
+// offset field is off, and it fits the segment; 0 otherwise. A torn write
+// does not frame, whatever is mended: what was not written is zeros, and
+// the body length, topic and properties lengths no longer add up.
+func completeAt(seg *mmapfile.File, off int64, maxSize int) int64 {
+	b := seg.Data[off-seg.Start:]
+	if v, err := message.ParseRecord(b); err == nil {
+		if v.PhysicalOffset() == off {
+			return int64(v.Size())
+		}
+		return 0
+	}
+	if len(b) < message.OffSysFlag {
+		return 0
+	}
+	b = b[:min(len(b), maxSize)]
+	sizes := []int{int(int32(binary.BigEndian.Uint32(b)))}
+	if n := lastNonZero(b) + 1; n > 0 {
+		sizes = append(sizes, n, n+1, n+2) // empty properties end in a zero length
+	}
+	for _, n := range sizes {
+		if n < message.OffSysFlag || n > len(b) {
+			continue
+		}
+		mended := append([]byte(nil), b[:n]...)
+		copy(mended[4:], magicBytes)
+		binary.BigEndian.PutUint32(mended, uint32(n))
+		if v, err := message.ParseRecord(mended); err == nil && v.PhysicalOffset() == off {
+			return int64(n)
+		}
+	}
+	return 0
 }

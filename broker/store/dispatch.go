@@ -93,7 +93,7 @@ func (s *Store) dispatch() error {
 			}
 			return fmt.Errorf("%w: commitlog offset %d not mapped", ErrCorrupt, from)
 		}
-		pos, err := s.walkSegment(seg, from, to, s.dispatchRecord)
+		pos, err := s.walkSegment(seg, from, to, nil, s.dispatchRecord)
 		seg.Release()
 		s.dispatched.Store(pos)
 		if err != nil || pos == from {
@@ -106,15 +106,16 @@ func (s *Store) dispatch() error {
 // (or the segment end) and returns where it stopped: at to, at the segment
 // end (after its blank), before a record still arriving through AppendRaw,
 // or at a record that does not parse (with the error). Known damaged
-// ranges are passed over; each one passed, and each filler met, becomes
-// s.lastSkip. dispMu held.
-func (s *Store) walkSegment(seg *mmapfile.File, from, to int64, fn func(v *message.RecordView, phy int64) error) (int64, error) {
+// ranges are passed over (passDamage, into the queues of only if it is not
+// nil); each one passed, and each filler met, becomes s.lastSkip. dispMu
+// held.
+func (s *Store) walkSegment(seg *mmapfile.File, from, to int64, only map[*consumeQueue]int64, fn func(v *message.RecordView, phy int64) error) (int64, error) {
 	end := min(segEnd(seg), to)
 	bad := s.damage.next(from)
 	pos := from
 	for pos < end {
 		if pos >= bad.start {
-			s.lastSkip = bad
+			s.passDamage(seg, bad, pos, only)
 			pos = min(bad.end, segEnd(seg))
 			bad = s.damage.next(pos)
 			continue
@@ -150,6 +151,37 @@ func (s *Store) walkSegment(seg *mmapfile.File, from, to int64, fn func(v *messa
 		}
 	}
 	return pos, nil
+}
+
+// passDamage is the dispatcher passing the damaged range r from pos on: a
+// record in it whose header is still readable, from pos on, and whose queue
+// offset is exactly its queue's next, gets its entry (pointing at it, so it
+// reads as a gap). So the queue offset is not given again even when no
+// later record of the queue follows; a queue offset that does not continue
+// its queue is not trusted, and no queue is created from a damaged header.
+// dispMu held.
+func (s *Store) passDamage(seg *mmapfile.File, r damagedRange, pos int64, only map[*consumeQueue]int64) {
+	s.lastSkip = r
+	if r.kind == DamageFiller {
+		return
+	}
+	recordsIn(seg, r, func(v *message.RecordView, phy int64, _ string) bool {
+		tt := message.TransactionType(v.SysFlag)
+		if phy < pos || (tt != message.TransactionNotType && tt != message.TransactionCommitType) || v.QueueID() < 0 {
+			return true
+		}
+		cq := s.queue(string(v.Topic()), v.QueueID())
+		if cq == nil || v.QueueOffset() != cq.maxOffset.Load() {
+			return true
+		}
+		if start, ok := only[cq]; only != nil && (!ok || phy < start) {
+			return true
+		}
+		if _, err := cq.put(v.QueueOffset(), cqEntry{phy: phy, size: int32(v.Size())}, cqEntry{}); err != nil {
+			log.Printf("store: damaged record at commitlog offset %d: no gap entry: %v", phy, err)
+		}
+		return true
+	})
 }
 
 // noteFiller records a filler a master sent for a range damaged there

@@ -48,6 +48,7 @@
 //
 // A gap entry stands for a queue offset whose record is not readable: it
 // was in a damaged range, or a replica never had it. It points at the
+// damaged record itself when its header could still be read, else at the
 // damaged range (its start, and its length as size), or, when there is no
 // such range between the queue's previous entry and its next record, at
 // that next record (whose queue offset is then not the entry's). Either way
@@ -105,7 +106,11 @@
 // the index points at, and at least 16 MiB: the damaged range stays on disk
 // and is reported (see Damage). With nothing valid after it, it is the torn
 // tail, and recovery cuts there (zeroing the rest of that segment and
-// deleting later ones). Consume-queue and index entries at or past the
+// deleting later ones) - unless it is a whole record (it frames, with its
+// magic or total size mended if need be, at its own physical offset): a
+// torn write leaves zeros that do not frame, so that record was written,
+// and perhaps consumed; it is kept as a range and its queue offset is not
+// given again. Consume-queue and index entries at or past the
 // checkpoint's logics offset (or the cut, whichever is lower) are then
 // truncated. At every start, clean or not, each consume queue's tail is
 // checked: a queue that had a file cut short on disk (Open extends it with
@@ -143,8 +148,12 @@
 //     checks (the body CRC under checkCRCOnRead, the default). A pull skips
 //     its entry as Java skips a removed message: MESSAGE_WAS_REMOVING when
 //     nothing else was found, the next begin offset past it.
-//   - The dispatcher passes known ranges without reading them; the queue
-//     offsets they held get gap entries, so queue offsets stay dense.
+//   - The dispatcher passes known ranges. A record in one whose header is
+//     readable and whose queue offset is its queue's next gets its entry,
+//     pointing at it; queue offsets a range held otherwise get gap entries
+//     when the queue's next record comes. Queue offsets stay dense, and none
+//     is given twice (a consumer may have taken it before the damage). A
+//     damaged header never creates a queue or moves one forward.
 //   - Replication sends a range as a filler of the same length (filler.go):
 //     the replica keeps every offset and every other byte of the master.
 package store

@@ -218,7 +218,7 @@ func (s *Store) rebuildQueues(only map[*consumeQueue]int64, to int64) error {
 			}
 			return fmt.Errorf("%w: commitlog offset %d not mapped", ErrCorrupt, pos)
 		}
-		next, err := s.walkSegment(seg, pos, to, fn)
+		next, err := s.walkSegment(seg, pos, to, only, fn)
 		seg.Release()
 		if err != nil {
 			return err

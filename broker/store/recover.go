@@ -196,6 +196,15 @@ func (s *Store) scanCommitLog(from, reach int64) (int64, []damagedRange) {
 			}
 			next, ok := s.cl.resync(pos, max(reach, pos+max(resyncMinReach, 2*int64(s.cfg.MaxMessageSize))))
 			if !ok {
+				if n := completeAt(seg, pos, s.cfg.MaxMessageSize); n > 0 {
+					// A whole record, damaged, with nothing valid after it:
+					// not a torn write (that leaves zeros, which do not
+					// frame). It was dispatched, maybe consumed: kept as a
+					// range, so its queue offset is not given again.
+					skipped = append(skipped, damagedRange{start: pos, end: pos + n, kind: DamageSkipped})
+					pos += n
+					continue
+				}
 				return pos, skipped
 			}
 			skipped = append(skipped, splitRange(pos, next, size, DamageSkipped)...)

@@ -291,6 +291,14 @@ func scanReadOnly(cfg Config, cl *commitLog, known *damageSet, queues []*queueFi
 			}
 			next, ok := cl.resync(pos, reach)
 			if !ok {
+				if n := completeAt(seg, pos, cfg.MaxMessageSize); n > 0 {
+					r := damagedRange{start: pos, end: pos + n, kind: DamageSkipped}
+					found.addLocked(r)
+					rep.problem("commitlog: damaged range [%d, %d) (%d bytes), the last record: %s", r.start, r.end, r.len(), describeIn(seg, r))
+					pos += n
+					tail = pos
+					continue
+				}
 				// After a crash a torn tail is expected (a record being
 				// written, never acknowledged); after a clean stop it is not.
 				report := rep.problem
