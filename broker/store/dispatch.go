@@ -225,8 +225,8 @@ func (s *Store) queueRecord(v *message.RecordView, phy int64, cq *consumeQueue) 
 	qoff := v.QueueOffset()
 	e := cqEntry{phy: phy, size: int32(v.Size()), tagsCode: tagsCode}
 	var gap cqEntry
-	if qoff != cq.maxOffset.Load() {
-		gap = s.gapEntry(cq, e)
+	if qoff > cq.maxOffset.Load() {
+		gap = s.gapEntry(cq, e) // only then needed (replays are skipped)
 	}
 	added, err := cq.put(qoff, e, gap)
 	if errors.Is(err, errQueueGap) {
