@@ -162,8 +162,9 @@ func (s *Store) cleanTailOK(tail int64) bool {
 // returns the end of the last valid record and the damaged ranges it
 // skipped to reach it. A record that fails is skipped when a valid record
 // (or segment-end blank) follows within reach (or resyncMinReach after it,
-// whichever is further); otherwise the log ends there. Known ranges (from
-// the report file) are passed over without a second report. Open only.
+// whichever is further), or when it is whole (completeAt); otherwise the
+// log ends there. Known ranges (from the report file) are passed over
+// without a second report. Open only.
 func (s *Store) scanCommitLog(from, reach int64) (int64, []damagedRange) {
 	size := int64(s.cl.segSize)
 	segs := s.cl.segs
