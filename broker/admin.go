@@ -212,6 +212,10 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 		"pullThreadPoolQueueCapacity":          strconv.Itoa(c.PullThreadPoolQueueCapacity),
 		"startAcceptSendRequestTimeStamp":      "0",
 	}
+	// Not Java keys: damaged commitlog ranges known, and reads that refused one.
+	ranges, refused := b.store.Damage()
+	table["commitLogDamagedRanges"] = strconv.Itoa(ranges)
+	table["commitLogDamagedReads"] = strconv.FormatInt(refused, 10)
 	b.stats.table(table)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = protocol.MustEncode(map[string]any{"table": table})

@@ -89,6 +89,9 @@ type MessageStore interface {
 	MinPhyOffset() int64
 	// DispatchBehind is how many commitlog bytes are not in consume queues yet.
 	DispatchBehind() int64
+	// Damage is how many damaged commitlog ranges are known and how many reads
+	// refused a damaged record (or skipped a gap) so far.
+	Damage() (ranges int, refused int64)
 	OnArrival(fn store.ArrivalFunc)
 	// DeleteTopic drops the consume queues of topic.
 	DeleteTopic(topic string) error

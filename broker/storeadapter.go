@@ -91,6 +91,7 @@ func (a storeAdapter) InMemory(topic string, qid int32, offset int64) bool {
 func (a storeAdapter) MaxPhyOffset() int64            { return a.s.CommitLogMaxOffset() }
 func (a storeAdapter) MinPhyOffset() int64            { return a.s.CommitLogMinOffset() }
 func (a storeAdapter) DispatchBehind() int64          { return a.s.DispatchBehind() }
+func (a storeAdapter) Damage() (int, int64)           { return len(a.s.Damaged()), a.s.DamagedReads() }
 func (a storeAdapter) OnArrival(fn store.ArrivalFunc) { a.s.OnArrival(fn) }
 func (a storeAdapter) DeleteTopic(topic string) error { return a.s.DeleteTopic(topic) }
 func (a storeAdapter) Close() error                   { return a.s.Close() }

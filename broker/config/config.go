@@ -79,6 +79,7 @@ type Config struct {
 	MaxHashSlotNum                    int    // maxHashSlotNum
 	MaxIndexNum                       int    // maxIndexNum
 	AccessMessageInMemoryMaxRatio     int    // accessMessageInMemoryMaxRatio, percent of RAM
+	CheckCRCOnRead                    bool   // checkCRCOnRead (not a Java key): body CRC of records read; see store.Config
 	MaxTransferBytesOnMessageInMemory int
 	MaxTransferCountOnMessageInMemory int
 	MaxTransferBytesOnMessageInDisk   int
@@ -170,6 +171,7 @@ func Default() *Config {
 		MaxHashSlotNum:                    store.DefaultMaxHashSlotNum,
 		MaxIndexNum:                       store.DefaultMaxIndexNum,
 		AccessMessageInMemoryMaxRatio:     store.DefaultAccessMessageInMemoryRatio,
+		CheckCRCOnRead:                    true,
 		MaxTransferBytesOnMessageInMemory: 256 * 1024,
 		MaxTransferCountOnMessageInMemory: 32,
 		MaxTransferBytesOnMessageInDisk:   64 * 1024,
@@ -262,6 +264,7 @@ func (c *Config) keys() []key {
 		{"maxHashSlotNum", &c.MaxHashSlotNum, false},
 		{"maxIndexNum", &c.MaxIndexNum, false},
 		{"accessMessageInMemoryMaxRatio", &c.AccessMessageInMemoryMaxRatio, false},
+		{"checkCRCOnRead", &c.CheckCRCOnRead, false},
 		{"maxTransferBytesOnMessageInMemory", &c.MaxTransferBytesOnMessageInMemory, false},
 		{"maxTransferCountOnMessageInMemory", &c.MaxTransferCountOnMessageInMemory, false},
 		{"maxTransferBytesOnMessageInDisk", &c.MaxTransferBytesOnMessageInDisk, false},
@@ -616,6 +619,7 @@ func (c *Config) StoreConfig() store.Config {
 	sc.MaxIndexNum = c.MaxIndexNum
 	sc.MessageIndexEnable = c.MessageIndexEnable
 	sc.AccessMessageInMemoryMaxRatio = c.AccessMessageInMemoryMaxRatio
+	sc.CheckCRCOnRead = c.CheckCRCOnRead
 	sc.MaxTransferBytesOnMessageInMemory = c.MaxTransferBytesOnMessageInMemory
 	sc.MaxTransferCountOnMessageInMemory = c.MaxTransferCountOnMessageInMemory
 	sc.MaxTransferBytesOnMessageInDisk = c.MaxTransferBytesOnMessageInDisk

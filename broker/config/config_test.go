@@ -164,3 +164,16 @@ func TestConnectionLimitKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckCRCOnRead(t *testing.T) {
+	if c := Default(); !c.CheckCRCOnRead || !c.StoreConfig().CheckCRCOnRead {
+		t.Fatal("checkCRCOnRead is not on by default")
+	}
+	c, _, err := Load(strings.NewReader("checkCRCOnRead=false\n"))
+	if err != nil || c.CheckCRCOnRead || c.StoreConfig().CheckCRCOnRead {
+		t.Fatalf("checkCRCOnRead=false: %v, %+v", err, c)
+	}
+	if _, _, err := Load(strings.NewReader("checkCRCOnRead=sometimes\n")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "checkCRCOnRead") {
+		t.Fatalf("bad value: %v", err)
+	}
+}

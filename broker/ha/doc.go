@@ -23,7 +23,7 @@
 // the master's max offset closes the connection, and a first report beyond
 // it is waited for but not counted as an acknowledgement.
 //
-// A frame's body is raw commitlog bytes starting at the frame's offset: at
+// A frame's body is commitlog bytes starting at the frame's offset: at
 // most haTransferBatchSize (32 KiB) and never past the end of a segment,
 // so a record may be split across frames. A frame with size 0 is the
 // master's heartbeat, sent when it wrote nothing for
@@ -34,6 +34,25 @@
 // within bounds; otherwise it closes the connection and reconnects, and
 // nothing of that frame is written. Either side closes a connection that
 // was silent for haHousekeepingInterval (20 s).
+//
+// # Damaged records
+//
+// The master sends only records that pass their checks (framing, physical
+// offset, body CRC: MasterStore.ReadChecked). A damaged range of its
+// commitlog (see broker/store's doc.go) goes out as a filler of the same
+// length instead of its bytes: a blank record when the range ends its
+// segment, else one record of topic RMQ_SYS_DAMAGED, sysflag
+// TRANSACTION_ROLLBACK (no consume queue takes it, in this broker or a Java
+// one), queue id and queue offset -1, a zero body with a valid CRC. So the
+// slave keeps every commitlog offset of the master and every other byte;
+// the queue offsets the range held read as gaps on the slave as on the
+// master, and the slave reports the filler as a damaged range of its own
+// (kind filler). We chose that over stopping the slave at the damage
+// (replication, and SYNC_MASTER sends, would stall until an operator
+// repaired the master) and over skipping the range on the wire (4.9.7
+// slaves refuse a frame that does not start at their max offset). A range
+// too short for a filler record, which records between boundaries never
+// are, stops replication at its start with an error in the master's log.
 //
 // # SYNC_MASTER
 //

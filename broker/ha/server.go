@@ -16,9 +16,14 @@ import (
 // MasterStore is the part of the message store the master side reads
 // (satisfied by *store.Store).
 type MasterStore interface {
-	// ReadRaw returns up to max commitlog bytes from offset, stopping at the
-	// end of offset's segment and at the tail; nil when there are none.
-	ReadRaw(offset int64, max int) (data []byte, release func())
+	// ReadChecked returns up to max commitlog bytes from offset, stopping
+	// at the end of offset's segment and at the tail (nil when there are
+	// none), of records that pass their checks only: a damaged range comes
+	// as a filler of the same length (see broker/store's filler.go).
+	// checked is the end returned by the previous call (-1 at first): what
+	// is below it was checked already. An error means offset cannot be
+	// served now.
+	ReadChecked(offset int64, max int, checked int64) (data []byte, end int64, release func(), err error)
 	CommitLogMaxOffset() int64
 	CommitLogMinOffset() int64
 }
@@ -372,6 +377,8 @@ func (c *slaveConn) writeLoop() error {
 	var hdr [headerSize]byte
 	lastWrite := time.Now()
 	warnedBelowMin := false
+	checked := int64(-1) // end of the last record the store checked for us
+	var failedAt int64 = -1
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
@@ -381,8 +388,15 @@ func (c *slaveConn) writeLoop() error {
 			}
 			lastWrite = time.Now()
 		}
-		data, release := s.st.ReadRaw(next, s.cfg.TransferBatchSize)
+		data, end, release, err := s.st.ReadChecked(next, s.cfg.TransferBatchSize, checked)
+		if err != nil && failedAt != next {
+			// The slave waits here (heartbeats only) until an operator
+			// repairs the master's store; logged once per offset.
+			s.log.Error("cannot replicate: the commitlog is damaged where the slave needs it", "slave", c.addr, "offset", next, "err", err)
+			failedAt = next
+		}
 		if len(data) > 0 {
+			checked = end
 			err := c.writeFrame(hdr[:], next, data)
 			n := len(data)
 			release()

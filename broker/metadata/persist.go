@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/openrmq/rocketmq-operator/pkg/atomicfile"
@@ -22,15 +23,20 @@ func ConfigDir(storeRoot string) string { return filepath.Join(storeRoot, "confi
 func WriteFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
 
 // loadJSON fills v from path, or from path.bak when path is missing or does not parse.
-// It reports whether a file was found.
+// It reports whether a file was found. Using path.bak is a WARN naming the file and
+// what was wrong with it, which is kept aside as path.corrupt-<time> (atomicfile.Load).
 func loadJSON(path string, v any, reset func()) (bool, error) {
-	used, err := atomicfile.Read(path, func(data []byte) error {
+	used, fb, err := atomicfile.Load(path, func(data []byte) error {
 		reset()
 		return protocol.Decode(data, v)
 	})
 	if err != nil {
 		reset()
 		return false, fmt.Errorf("metadata: %w", err)
+	}
+	if fb != nil {
+		slog.Warn("metadata: file unusable, loaded its backup", "file", fb.Path, "reason", fb.Reason.Error(),
+			"loaded", used, "kept", fb.KeptAs)
 	}
 	return used != "", nil
 }

@@ -32,7 +32,7 @@ func FuzzDecodeOffsets(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if loaded, err := loadOffsets(path); err != nil || !maps.Equal(loaded, table) {
+		if loaded, _, err := loadOffsets(path); err != nil || !maps.Equal(loaded, table) {
 			t.Fatalf("loadOffsets = %v, %v; DecodeOffsets = %v", loaded, err, table)
 		}
 	})

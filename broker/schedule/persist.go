@@ -49,11 +49,12 @@ func DecodeOffsets(data []byte) (map[int]int64, error) {
 	return w.OffsetTable, nil
 }
 
-// loadOffsets reads path, or path.bak when path is missing or unreadable.
-// A missing pair is an empty table.
-func loadOffsets(path string) (map[int]int64, error) {
+// loadOffsets reads path, or path.bak when path is missing or unreadable
+// (fb says so; the damaged file is kept aside). A missing pair is an empty
+// table.
+func loadOffsets(path string) (_ map[int]int64, fb *atomicfile.Fallback, _ error) {
 	table := map[int]int64{}
-	_, err := atomicfile.Read(path, func(data []byte) error {
+	_, fb, err := atomicfile.Load(path, func(data []byte) error {
 		t, err := DecodeOffsets(data)
 		if err == nil {
 			table = t
@@ -61,7 +62,7 @@ func loadOffsets(path string) (map[int]int64, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
+		return nil, nil, fmt.Errorf("schedule: %w", err)
 	}
-	return table, nil
+	return table, fb, nil
 }

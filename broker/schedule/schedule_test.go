@@ -336,15 +336,15 @@ func TestOffsetsFile(t *testing.T) {
 	if got := readFile(t, p+".bak"); got != `{"offsetTable":{1:1}}` {
 		t.Fatalf(".bak = %s", got)
 	}
-	// A torn main file falls back to .bak.
+	// A torn main file falls back to .bak, said so, and is kept aside.
 	os.WriteFile(p, []byte(`{"offsetTab`), 0o644)
-	got, err := loadOffsets(p)
-	if err != nil || got[1] != 1 {
-		t.Fatalf("load with torn file = %v, %v", got, err)
+	got, fb, err := loadOffsets(p)
+	if err != nil || got[1] != 1 || fb == nil || fb.KeptAs == "" || readFile(t, fb.KeptAs) != `{"offsetTab` {
+		t.Fatalf("load with torn file = %v, %v, fallback %v", got, err, fb)
 	}
 	// Nothing at all: empty table.
-	if got, err := loadOffsets(filepath.Join(dir, "none")); err != nil || len(got) != 0 {
-		t.Fatalf("load missing = %v, %v", got, err)
+	if got, fb, err := loadOffsets(filepath.Join(dir, "none")); err != nil || len(got) != 0 || fb != nil {
+		t.Fatalf("load missing = %v, %v, %v", got, fb, err)
 	}
 }
 

@@ -96,9 +96,12 @@ func New(st Store, cfg Config) (*Service, error) {
 		cfg.Logf = log.Printf
 	}
 	s := &Service{st: st, cfg: cfg, path: filepath.Join(cfg.ConfigDir, OffsetFile), stop: make(chan struct{})}
-	table, err := loadOffsets(s.path)
+	table, fb, err := loadOffsets(s.path)
 	if err != nil {
 		return nil, err
+	}
+	if fb != nil {
+		cfg.Logf("schedule: %s", fb)
 	}
 	s.persisted = table
 	for n := 1; n <= st.MaxDelayLevel(); n++ {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -76,6 +77,49 @@ func (s *Store) diskUsage() (float64, error) {
 	return float64(fs.Blocks-fs.Bfree) / float64(fs.Blocks), nil
 }
 
+// checkFreeSpace warns, at Open, when the volume of the commitlog cannot
+// hold one more segment, or that of the index one more index file (both,
+// when they share a volume): the next file cannot then be created, and from
+// then on every write fails (ErrWriteFailed; files are preallocated, so it
+// fails at creation, never half-way). diskMaxUsedSpaceRatio still governs
+// cleaning while running. It returns whether it warned.
+func (s *Store) checkFreeSpace() bool {
+	seg, idx := int64(s.cfg.MappedFileSizeCommitLog), int64(indexFileSize(s.cfg.MaxHashSlotNum, s.cfg.MaxIndexNum))
+	cFree, cVol, err1 := s.freeSpace(s.cfg.commitLogDir())
+	iFree, iVol, err2 := s.freeSpace(s.cfg.indexDir())
+	if err1 != nil || err2 != nil {
+		log.Printf("store: free space probe: %v", errors.Join(err1, err2))
+		return false
+	}
+	warn := func(free, need int64, dir, what string) bool {
+		if free >= need {
+			return false
+		}
+		log.Printf("store: WARN %s has %s free, less than %s (%s): creating the next file will fail, and then every write",
+			dir, sizeString(free), what, sizeString(need))
+		return true
+	}
+	if cVol == iVol {
+		return warn(cFree, seg+idx, s.cfg.StorePathRootDir, "one commitlog segment and one index file")
+	}
+	c := warn(cFree, seg, s.cfg.commitLogDir(), "one commitlog segment")
+	return warn(iFree, idx, s.cfg.indexDir(), "one index file") || c
+}
+
+// freeSpace is the space an unprivileged writer may use on path's volume,
+// and the volume's id.
+func (s *Store) freeSpace(path string) (int64, [2]int32, error) {
+	if s.cfg.DiskFree != nil {
+		n, err := s.cfg.DiskFree(path)
+		return n, [2]int32{}, err
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(path, &fs); err != nil {
+		return 0, [2]int32{}, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return int64(fs.Bavail) * int64(fs.Bsize), fs.Fsid.X__val, nil
+}
+
 // retention is the age rule of deleteWhen and fileReservedTime, apart from
 // the files so that it can be checked at any instant (clean_test.go).
 type retention struct {
@@ -132,4 +176,12 @@ func statPath(path string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return fi.ModTime(), nil
+}
+
+// sizeString writes n bytes in MiB, or in bytes below 1 MiB.
+func sizeString(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

@@ -268,3 +268,21 @@ func TestDiskFull(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnsAtOpenWhenTheNextFilesCannotFit: Open warns when free space is
+// below one commitlog segment plus one index file, and not otherwise.
+func TestWarnsAtOpenWhenTheNextFilesCannotFit(t *testing.T) {
+	cfg := testConfig(t)
+	need := int64(cfg.MappedFileSizeCommitLog + indexFileSize(cfg.MaxHashSlotNum, cfg.MaxIndexNum))
+	for _, tc := range []struct {
+		free int64
+		warn bool
+	}{{need - 1, true}, {need, false}} {
+		cfg.DiskFree = func(string) (int64, error) { return tc.free, nil }
+		s := mustOpen(t, cfg)
+		if s.LowDiskSpace != tc.warn {
+			t.Errorf("free %d, need %d: warned %v", tc.free, need, s.LowDiskSpace)
+		}
+		s.Close()
+	}
+}

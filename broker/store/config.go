@@ -49,6 +49,12 @@ type Config struct {
 	MaxIndexNum                   int           // maxIndexNum
 	MessageIndexEnable            bool          // messageIndexEnable
 	AccessMessageInMemoryMaxRatio int           // accessMessageInMemoryMaxRatio, percent of RAM
+	// CheckCRCOnRead (checkCRCOnRead; not a Java key, named after its
+	// checkCRCOnRecover) checks the body CRC of every record a read hands
+	// out: pulls, lookups by offset or key, replication. A record that fails
+	// is not served (see "Damage" in doc.go). Framing, offsets, topic and
+	// queue are checked either way.
+	CheckCRCOnRead bool
 
 	// Transfer limits per pull (maxTransfer{Bytes,Count}OnMessageIn{Memory,Disk}).
 	MaxTransferBytesOnMessageInMemory int
@@ -69,6 +75,7 @@ type Config struct {
 	Now         func() time.Time
 	TotalMemory int64
 	DiskUsage   func(path string) (usedRatio float64, err error)
+	DiskFree    func(path string) (freeBytes int64, err error) // nil: statfs; one volume for every path
 }
 
 // DefaultConfig returns the RocketMQ 4.9 defaults rooted at root.
@@ -91,6 +98,7 @@ func DefaultConfig(root string) Config {
 		MaxIndexNum:                       DefaultMaxIndexNum,
 		MessageIndexEnable:                true,
 		AccessMessageInMemoryMaxRatio:     DefaultAccessMessageInMemoryRatio,
+		CheckCRCOnRead:                    true,
 		MaxTransferBytesOnMessageInMemory: 256 * 1024,
 		MaxTransferCountOnMessageInMemory: 32,
 		MaxTransferBytesOnMessageInDisk:   64 * 1024,

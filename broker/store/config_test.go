@@ -55,3 +55,16 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("delay levels %v %v", lv, err)
 	}
 }
+
+func TestConfigSetCheckCRCOnRead(t *testing.T) {
+	c := DefaultConfig("/x")
+	if !c.CheckCRCOnRead {
+		t.Fatal("off by default")
+	}
+	if err := c.Set("checkCRCOnRead", "false"); err != nil || c.CheckCRCOnRead {
+		t.Fatalf("Set false: %v", err)
+	}
+	if err := c.Set("checkCRCOnRead", "maybe"); !errors.Is(err, ErrConfig) {
+		t.Fatalf("Set maybe: %v", err)
+	}
+}

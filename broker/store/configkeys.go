@@ -79,6 +79,12 @@ func (c *Config) Set(key, value string) error {
 			return fmt.Errorf("%w: %s=%q", ErrConfig, key, value)
 		}
 		c.MessageIndexEnable = b
+	case "checkCRCOnRead":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q", ErrConfig, key, value)
+		}
+		c.CheckCRCOnRead = b
 	case "accessMessageInMemoryMaxRatio":
 		return num(&c.AccessMessageInMemoryMaxRatio)
 	case "maxTransferBytesOnMessageInMemory":

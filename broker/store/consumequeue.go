@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -170,18 +171,55 @@ func (cq *consumeQueue) entry(off int64) (cqEntry, bool) {
 	return getEntry(b), true
 }
 
-// put writes the entry for queue offset off and reports whether it did.
+// put writes the entry e for queue offset off and reports whether it did.
 // Dispatcher only. An entry below maxOffset is a replay and is skipped.
-func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) (bool, error) {
-	if off < cq.maxOffset.Load() {
+//
+// Queue offsets are dense, so when off is past maxOffset (the records in
+// between were in a damaged range, or this queue starts mid-stream on a
+// replica) the offsets in between get gap entries, gap's phy and size, so
+// that the first empty entry stays the queue's end and the gap reads as a
+// missing message (see "Damage" in doc.go). A gap longer than a file is not
+// filled: off is refused (errQueueGap) rather than trusted.
+func (cq *consumeQueue) put(off int64, e, gap cqEntry) (bool, error) {
+	max := cq.maxOffset.Load()
+	if off < max {
 		return false, nil
 	}
+	per := int64(cq.fileSize / CQEntrySize)
+	if cq.noFiles() {
+		// A fresh run starts at off's file (newFile); the slots before off in
+		// it are pre-blanks (write), not gaps: no record was ever there.
+		return true, cq.write(off, e)
+	}
+	if off-max > per {
+		return false, fmt.Errorf("%w: %s/%d: record claims queue offset %d, the queue is at %d", errQueueGap, cq.topic, cq.queueID, off, max)
+	}
+	for q := max; q < off; q++ {
+		if err := cq.write(q, gap); err != nil {
+			return false, err
+		}
+	}
+	return true, cq.write(off, e)
+}
+
+// errQueueGap marks a record whose queue offset is too far ahead to fill.
+var errQueueGap = errors.New("queue offset too far ahead")
+
+func (cq *consumeQueue) noFiles() bool {
+	cq.mu.RLock()
+	defer cq.mu.RUnlock()
+	return len(cq.files) == 0
+}
+
+// write stores e at queue offset off (maxOffset or, for a fresh run, a
+// later offset in a new file) and publishes it.
+func (cq *consumeQueue) write(off int64, e cqEntry) error {
 	pos := off * CQEntrySize
 	f := cq.file(off)
 	if f == nil {
 		var err error
 		if f, err = cq.newFile(pos-pos%int64(cq.fileSize), cq.spares.take()); err != nil {
-			return false, err
+			return err
 		}
 		f.Hold()
 	}
@@ -193,9 +231,56 @@ func (cq *consumeQueue) put(off, phy int64, size int32, tagsCode int64) (bool, e
 		}
 		cq.minOffset.Store(off)
 	}
-	putEntry(f.Data[pos-f.Start:], cqEntry{phy: phy, size: size, tagsCode: tagsCode})
+	putEntry(f.Data[pos-f.Start:], e)
 	cq.maxOffset.Store(off + 1) // publish after the bytes are in place
-	return true, nil
+	return nil
+}
+
+// lastEntry returns the entry at maxOffset-1, if the queue has one.
+func (cq *consumeQueue) lastEntry() (cqEntry, bool) {
+	max := cq.maxOffset.Load()
+	if max <= cq.minOffset.Load() {
+		return cqEntry{}, false
+	}
+	return cq.entry(max - 1)
+}
+
+// shortFrom returns the first queue offset whose entry was not wholly in
+// its file on disk at Open (the file had been cut short, and Open extended
+// it with zeros), if any. Open only.
+func (cq *consumeQueue) shortFrom() (int64, bool) {
+	cq.mu.RLock()
+	defer cq.mu.RUnlock()
+	for _, f := range cq.files {
+		if f.OnDisk < int64(len(f.Data)) {
+			return (f.Start + f.OnDisk - f.OnDisk%CQEntrySize) / CQEntrySize, true
+		}
+	}
+	return 0, false
+}
+
+// cutFrom removes the entries at and after queue offset off (recovery).
+func (cq *consumeQueue) cutFrom(off int64) {
+	end := cq.maxOffset.Load()
+	if off >= end {
+		return
+	}
+	off = max(off, cq.minOffset.Load())
+	for q := off; q < end; {
+		f := cq.file(q)
+		if f == nil {
+			break
+		}
+		p := int(q*CQEntrySize - f.Start)
+		clear(f.Data[p:])
+		q = (f.Start + int64(f.Size())) / CQEntrySize
+		f.Release()
+	}
+	cq.maxOffset.Store(off)
+	if cq.flushed > off {
+		cq.flushed = off
+	}
+	cq.dropFilesFrom(off*CQEntrySize + int64(cq.fileSize) - (off*CQEntrySize)%int64(cq.fileSize))
 }
 
 // newFile adds the file starting at byte position start. It runs on the

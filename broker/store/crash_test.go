@@ -35,10 +35,14 @@ func crashBody(round, writer, i int) string {
 	return head + strings.Repeat(string(rune('a'+(i%26))), (i*37)%900)
 }
 
-// TestMain runs the crash child instead of the tests when crashEnv is set.
+// TestMain runs a child (crashChild, cqChild) instead of the tests when its
+// environment variable is set.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(crashEnv); spec != "" {
 		crashChild(spec)
+	}
+	if dir := os.Getenv(cqChildEnv); dir != "" {
+		cqChild(dir)
 	}
 	os.Exit(m.Run())
 }

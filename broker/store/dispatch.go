@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/broker/store/internal/mmapfile"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/names"
 )
@@ -91,36 +93,7 @@ func (s *Store) dispatch() error {
 			}
 			return fmt.Errorf("%w: commitlog offset %d not mapped", ErrCorrupt, from)
 		}
-		end := seg.Start + int64(seg.Size())
-		if to < end {
-			end = to
-		}
-		pos := from
-		var err error
-		for pos < end {
-			b := seg.Data[pos-seg.Start : end-seg.Start]
-			if len(b) < message.MinBlankLength {
-				break // partial header from AppendRaw
-			}
-			if int32(binary.BigEndian.Uint32(b[4:])) == message.BlankMagicCode {
-				pos = seg.Start + int64(seg.Size())
-				break
-			}
-			if size := int64(int32(binary.BigEndian.Uint32(b))); size > int64(len(b)) &&
-				int32(binary.BigEndian.Uint32(b[4:])) == message.MagicCode && end == to &&
-				pos+size <= seg.Start+int64(seg.Size()) {
-				break // a replicated record still arriving (AppendRaw): wait for the rest
-			}
-			var v message.RecordView
-			if v, err = message.ParseRecord(b); err != nil {
-				err = fmt.Errorf("%w: dispatch at offset %d: %w", ErrCorrupt, pos, err)
-				break
-			}
-			if err = s.dispatchRecord(&v, pos); err != nil {
-				break
-			}
-			pos += int64(v.Size())
-		}
+		pos, err := s.walkSegment(seg, from, to, nil, s.dispatchRecord)
 		seg.Release()
 		s.dispatched.Store(pos)
 		if err != nil || pos == from {
@@ -129,35 +102,163 @@ func (s *Store) dispatch() error {
 	}
 }
 
+// walkSegment calls fn for each record of seg from offset from up to to
+// (or the segment end) and returns where it stopped: at to, at the segment
+// end (after its blank), before a record still arriving through AppendRaw,
+// or at a record that does not parse (with the error). Known damaged
+// ranges are passed over (passDamage, into the queues of only if it is not
+// nil); each one passed, and each filler met, becomes s.lastSkip. dispMu
+// held.
+func (s *Store) walkSegment(seg *mmapfile.File, from, to int64, only map[*consumeQueue]int64, fn func(v *message.RecordView, phy int64) error) (int64, error) {
+	end := min(segEnd(seg), to)
+	bad := s.damage.next(from)
+	pos := from
+	for pos < end {
+		if pos >= bad.start {
+			s.passDamage(seg, bad, pos, only)
+			pos = min(bad.end, segEnd(seg))
+			bad = s.damage.next(pos)
+			continue
+		}
+		b := seg.Data[pos-seg.Start : end-seg.Start]
+		if len(b) < message.MinBlankLength {
+			break // partial header from AppendRaw
+		}
+		if int32(binary.BigEndian.Uint32(b[4:])) == message.BlankMagicCode {
+			pos = segEnd(seg)
+			break
+		}
+		if size := int64(int32(binary.BigEndian.Uint32(b))); size > int64(len(b)) &&
+			int32(binary.BigEndian.Uint32(b[4:])) == message.MagicCode && end == to &&
+			pos+size <= segEnd(seg) {
+			break // a replicated record still arriving (AppendRaw): wait for the rest
+		}
+		v, err := message.ParseRecord(b)
+		if err != nil {
+			return pos, fmt.Errorf("%w: dispatch at offset %d: %w", ErrCorrupt, pos, err)
+		}
+		filler := isFiller(&v)
+		if filler {
+			s.noteFiller(pos, int64(v.Size()))
+			s.lastSkip = damagedRange{start: pos, end: pos + int64(v.Size()), kind: DamageFiller}
+		}
+		if err := fn(&v, pos); err != nil {
+			return pos, err
+		}
+		pos += int64(v.Size())
+		if filler {
+			bad = s.damage.next(pos)
+		}
+	}
+	return pos, nil
+}
+
+// passDamage is the dispatcher passing the damaged range r from pos on: a
+// record in it whose header is still readable, from pos on, and whose queue
+// offset is exactly its queue's next, gets its entry (pointing at it, so it
+// reads as a gap). So the queue offset is not given again even when no
+// later record of the queue follows; a queue offset that does not continue
+// its queue is not trusted, and no queue is created from a damaged header.
+// dispMu held.
+func (s *Store) passDamage(seg *mmapfile.File, r damagedRange, pos int64, only map[*consumeQueue]int64) {
+	s.lastSkip = r
+	if r.kind == DamageFiller {
+		return
+	}
+	recordsIn(seg, r, func(v *message.RecordView, phy int64, _ string) bool {
+		tt := message.TransactionType(v.SysFlag)
+		if phy < pos || (tt != message.TransactionNotType && tt != message.TransactionCommitType) || v.QueueID() < 0 {
+			return true
+		}
+		cq := s.queue(string(v.Topic()), v.QueueID())
+		if cq == nil || v.QueueOffset() != cq.maxOffset.Load() {
+			return true
+		}
+		if start, ok := only[cq]; only != nil && (!ok || phy < start) {
+			return true
+		}
+		if _, err := cq.put(v.QueueOffset(), cqEntry{phy: phy, size: int32(v.Size())}, cqEntry{}); err != nil {
+			log.Printf("store: damaged record at commitlog offset %d: no gap entry: %v", phy, err)
+		}
+		return true
+	})
+}
+
+// noteFiller records a filler a master sent for a range damaged there
+// (replica side): reported once, its gap entries point at it.
+func (s *Store) noteFiller(phy, size int64) {
+	if _, ok := s.damage.find(phy); ok {
+		return
+	}
+	s.damage.report(damagedRange{start: phy, end: phy + size, kind: DamageFiller},
+		"the master's record(s) there failed their checks; the master sent a filler")
+}
+
 // dispatchRecord adds one record to its consume queue and the index.
 // PREPARED and ROLLBACK transaction records are indexed but not queued, and
 // so are records whose topic cannot name a queue (see unqueueable).
 func (s *Store) dispatchRecord(v *message.RecordView, phy int64) error {
 	tt := message.TransactionType(v.SysFlag)
 	if (tt == message.TransactionNotType || tt == message.TransactionCommitType) && s.queueable(v, phy) {
-		props := v.Properties()
-		tagsCode := s.tagsCode(v, props)
-		cq, err := s.queueForWrite(v.Topic(), v.QueueID())
-		if err != nil {
+		if err := s.queueRecord(v, phy, nil); err != nil {
 			return err
-		}
-		qoff := v.QueueOffset()
-		added, err := cq.put(qoff, phy, int32(v.Size()), tagsCode)
-		if err != nil {
-			return err
-		}
-		if ls := s.listeners.Load(); ls != nil && added {
-			a := Arrival{Topic: cq.topic, QueueID: cq.queueID, QueueOffset: qoff, MaxOffset: cq.maxOffset.Load(),
-				TagsCode: tagsCode, StoreTimestamp: v.StoreTimestamp(), Properties: props}
-			for _, fn := range *ls {
-				fn(&a)
-			}
 		}
 	}
 	if s.cfg.MessageIndexEnable {
 		return s.index.build(v, phy)
 	}
 	return nil
+}
+
+// queueRecord adds v to its consume queue (cq, or the one it names when cq
+// is nil) and calls the arrival listeners. A record too far ahead of its
+// queue is logged and not queued. dispMu held.
+func (s *Store) queueRecord(v *message.RecordView, phy int64, cq *consumeQueue) error {
+	props := v.Properties()
+	tagsCode := s.tagsCode(v, props)
+	if cq == nil {
+		var err error
+		if cq, err = s.queueForWrite(v.Topic(), v.QueueID()); err != nil {
+			return err
+		}
+	}
+	qoff := v.QueueOffset()
+	e := cqEntry{phy: phy, size: int32(v.Size()), tagsCode: tagsCode}
+	var gap cqEntry
+	if qoff > cq.maxOffset.Load() {
+		gap = s.gapEntry(cq, e) // only then needed (replays are skipped)
+	}
+	added, err := cq.put(qoff, e, gap)
+	if errors.Is(err, errQueueGap) {
+		log.Printf("store: WARN record at commitlog offset %d not queued: %v", phy, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ls := s.listeners.Load(); ls != nil && added {
+		a := Arrival{Topic: cq.topic, QueueID: cq.queueID, QueueOffset: qoff, MaxOffset: cq.maxOffset.Load(),
+			TagsCode: tagsCode, StoreTimestamp: v.StoreTimestamp(), Properties: props}
+		for _, fn := range *ls {
+			fn(&a)
+		}
+	}
+	return nil
+}
+
+// gapEntry is what the queue offsets before e get if its queue has not
+// reached e's queue offset: the damaged range passed last, when it lies
+// between the queue's last entry and e, else e itself (its queue offset
+// differs, so it reads as a gap too). Entries stay in commitlog order.
+func (s *Store) gapEntry(cq *consumeQueue, e cqEntry) cqEntry {
+	r := s.lastSkip
+	if r.end == 0 || r.end > e.phy {
+		return cqEntry{phy: e.phy, size: e.size}
+	}
+	if last, ok := cq.lastEntry(); ok && last.phy+int64(last.size) > r.start {
+		return cqEntry{phy: e.phy, size: e.size}
+	}
+	return cqEntry{phy: r.start, size: int32(min(r.len(), math.MaxInt32))}
 }
 
 // queueable reports whether v's topic, queue id and queue offset can name a

@@ -91,41 +91,47 @@ func queued(v *message.RecordView) bool {
 }
 
 // FuzzScanCommitLog runs the recovery scan over arbitrary segment bytes. It
-// must end inside the commitlog, every record and blank below the end must
-// be one the writer could have left there (framing, CRC, physical offset,
-// room for a blank), and
-// what follows the end must not be: the scan keeps all it may, no more.
+// must end inside the commitlog; below the end, every byte is a record or
+// blank the writer could have left there (framing, CRC, physical offset,
+// room for a blank) or inside a damaged range the scan reports; and what
+// follows the end is no valid record.
 func FuzzScanCommitLog(f *testing.F) {
 	f.Add(fuzzSegments(f, 3, map[string]string{"KEYS": "k1 k2"}))
 	f.Add(fuzzSegments(f, 60, map[string]string{"TAGS": "a"}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cl := fuzzCommitLog(data)
-		s := &Store{cl: cl}
-		end, err := s.scanCommitLog(0)
-		if err != nil {
-			t.Fatalf("scan: %v", err)
-		}
+		s := &Store{cl: cl, damage: newDamageSet(filepath.Join(t.TempDir(), DamageLogFile), fuzzSegSize)}
 		total := int64(len(cl.segs) * fuzzSegSize)
+		end, skipped := s.scanCommitLog(0, total)
 		if end < 0 || end > total {
 			t.Fatalf("scan end %d outside [0, %d]", end, total)
 		}
+		next := 0 // the next skipped range
 		for _, seg := range cl.segs {
 			pos := int64(0)
 			for pos < fuzzSegSize && seg.Start+pos < end {
+				if next < len(skipped) && skipped[next].start == seg.Start+pos {
+					r := skipped[next]
+					if r.end <= r.start || r.end > seg.Start+fuzzSegSize {
+						t.Fatalf("skipped range [%d, %d) is not inside segment %d", r.start, r.end, seg.Start)
+					}
+					pos, next = r.end-seg.Start, next+1
+					continue
+				}
 				if len(seg.Data[pos:]) < message.MinBlankLength {
 					t.Fatalf("scan kept the last %d bytes of segment %d", len(seg.Data[pos:]), seg.Start)
 				}
 				n, ok := acceptable(seg.Data[pos:], seg.Start+pos)
 				if !ok {
-					t.Fatalf("scan kept offset %d (end %d), which recovery must cut", seg.Start+pos, end)
+					t.Fatalf("scan kept offset %d (end %d), neither a valid record nor a reported range", seg.Start+pos, end)
 				}
 				pos += int64(n)
 			}
 			if seg.Start+pos == end && pos < fuzzSegSize {
 				if len(seg.Data[pos:]) >= message.MinBlankLength {
 					if _, ok := acceptable(seg.Data[pos:], end); ok {
-						t.Fatalf("scan cut at %d, before an acceptable record", end)
+						t.Fatalf("scan ended at %d, before a valid record", end)
 					}
 				}
 				return

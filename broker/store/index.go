@@ -216,6 +216,18 @@ func (s *indexService) truncate(phyEnd int64) {
 	}
 }
 
+// endPhy is the commitlog offset of the newest indexed record (-1: none).
+func (s *indexService) endPhy() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := len(s.files) - 1; i >= 0; i-- {
+		if h := s.files[i].header(); h.indexCount > 1 {
+			return h.endPhy
+		}
+	}
+	return -1
+}
+
 // deleteBelow removes index files whose entries all point below phyMin,
 // never the newest.
 func (s *indexService) deleteBelow(phyMin int64) int {

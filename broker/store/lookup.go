@@ -40,7 +40,38 @@ func (s *Store) GetRawMessage(phy int64) (*RawMessage, error) {
 	if seg == nil {
 		return nil, fmt.Errorf("%w: commitlog offset %d", ErrNotFound, phy)
 	}
+	if err := s.checkRaw(phy, rec); err != nil {
+		seg.Release()
+		return nil, err
+	}
 	return &RawMessage{Data: rec, release: seg.Release}, nil
+}
+
+// checkRaw checks a record read by its commitlog offset (lookups by id or
+// key, send-back, transaction checks): not in a known damaged range, whole,
+// at its own offset, and with its body CRC under CheckCRCOnRead. A record
+// that fails is reported as damage found by a read, and refused.
+func (s *Store) checkRaw(phy int64, rec []byte) error {
+	if _, ok := s.damage.find(phy); ok {
+		s.damage.count.Add(1)
+		return fmt.Errorf("%w: commitlog offset %d is in a damaged range", ErrCorrupt, phy)
+	}
+	v, err := message.ParseRecord(rec)
+	switch {
+	case err != nil:
+	case v.Size() != len(rec) || v.PhysicalOffset() != phy:
+		err = errPhyOffset
+	case s.cfg.CheckCRCOnRead && !v.CheckCRC():
+		err = errCRC
+	}
+	if err == nil {
+		return nil
+	}
+	s.damage.count.Add(1)
+	if r := (damagedRange{start: phy, end: phy + int64(len(rec)), kind: DamageRead}); s.boundaryAt(r.end) {
+		s.damage.report(r, fmt.Sprintf("read by offset: %v; %s", err, s.cl.describeDamage(r)))
+	}
+	return fmt.Errorf("%w: record at commitlog offset %d: %w", ErrCorrupt, phy, err)
 }
 
 // GetMessageByOffset decodes (and copies) the record at commitlog offset

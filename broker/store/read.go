@@ -159,6 +159,17 @@ func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgs, m
 			}
 			continue
 		}
+		// A damaged record, or a gap entry, reads as a message that is gone
+		// (Java's answer for a missing one): skipped, the next begin offset
+		// past it, so the consumer moves on and never receives it.
+		if c, err := s.checkEntry(cq, offset+int64(i/CQEntrySize), e, rec, s.cfg.CheckCRCOnRead); c != entryOK {
+			seg.Release()
+			s.refused(cq, offset+int64(i/CQEntrySize), e, c, err)
+			if n == 0 {
+				r.Status = MessageWasRemoving
+			}
+			continue
+		}
 		if filter != nil && !filter.MatchRecord(rec) {
 			seg.Release()
 			if n == 0 {

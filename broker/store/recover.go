@@ -18,12 +18,18 @@ import (
 // below the tail dispatched, as Close leaves it (a slave's partly received
 // last record is not, and the scan cuts it). An unclean one scans the
 // commitlog from the segment holding the oldest durable point, checking
-// magic, sizes, offsets and body CRC, cuts a torn tail, truncates consume
-// queues and index past what was durable, and re-dispatches from there.
+// magic, sizes, offsets and body CRC. A record that fails is skipped when a
+// valid record follows it (resync): the damaged range stays on disk, is
+// reported, and is never served; with nothing valid after it, it is the
+// torn tail and is cut. Then consume queues and index are truncated past
+// what was durable, every queue's tail is checked against the commitlog
+// (clean start or not; a damaged tail is cut and that queue rebuilt), and
+// everything is re-dispatched from the durable point.
 func (s *Store) recover() error {
 	ck, hasCk := readCheckpoint(s.cfg.checkpointPath())
 	_, err := os.Stat(s.cfg.abortPath())
 	s.CleanStart = os.IsNotExist(err)
+	s.loadDamage()
 	if len(s.cl.segs) == 0 {
 		s.cl.wrote.Store(0)
 	} else if first := s.cl.segs[0].Start; s.CleanStart && hasCk && ck.consumeQueue == ck.commitLog &&
@@ -36,15 +42,16 @@ func (s *Store) recover() error {
 			from = min(ck.commitLog, ck.consumeQueue, ck.index)
 			from = max(from-from%int64(s.cl.segSize), first)
 		}
-		end, err := s.scanCommitLog(from)
-		if err != nil {
-			return err
+		end, skipped := s.scanCommitLog(from, s.referencedEnd(ck, hasCk))
+		for _, r := range skipped {
+			s.damage.report(r, s.cl.describeDamage(r))
 		}
 		if err := s.cutCommitLog(end); err != nil {
 			return err
 		}
 	}
 	wrote := s.cl.wrote.Load()
+	s.dropDamageFrom(wrote)
 	s.cl.flushed.Store(wrote)
 	// Logics resume point: what the checkpoint proves durable, capped by
 	// the commitlog end; with no checkpoint, from the start of what is left.
@@ -59,6 +66,9 @@ func (s *Store) recover() error {
 	for _, cq := range s.allQueues() {
 		cq.truncate(resume)
 	}
+	if err := s.rebuildQueues(s.checkQueueTails(), resume); err != nil {
+		return fmt.Errorf("store: rebuild consume queues: %w", err)
+	}
 	s.dispatched.Store(resume)
 	if err := s.dispatch(); err != nil {
 		return fmt.Errorf("store: re-dispatch from %d: %w", resume, err)
@@ -68,6 +78,69 @@ func (s *Store) recover() error {
 		cq.correctMin(minPhy)
 	}
 	return s.flushAll()
+}
+
+// resyncMinReach is how far past a failed record recovery looks for the
+// next valid one at least (see referencedEnd).
+const resyncMinReach = 16 << 20
+
+// referencedEnd bounds the search for a valid record after a failed one.
+// Whatever was written before the crash is below the furthest offset that
+// the checkpoint, a consume-queue entry or the index points to, or a little
+// past it (records the dispatcher had not reached): looking further would
+// read the whole zeroed rest of the newest segment at every unclean start
+// for a torn tail that has nothing after it.
+func (s *Store) referencedEnd(ck checkpoint, hasCk bool) int64 {
+	var end int64
+	if hasCk {
+		end = ck.commitLog
+	}
+	for _, cq := range s.allQueues() {
+		if e, ok := cq.lastEntry(); ok && e.size > 0 {
+			end = max(end, e.phy+int64(e.size))
+		}
+	}
+	return max(end, s.index.endPhy()+1)
+}
+
+// loadDamage reads the ranges of the report file that are still damaged:
+// inside a stored segment and still failing their checks (a filler must
+// still be one). A range whose bytes were since replaced (the operator
+// restored the files) is dropped.
+func (s *Store) loadDamage() {
+	var keep []damagedRange
+	for _, r := range readDamageLog(s.damage.path) {
+		seg := s.cl.segment(r.start)
+		if seg == nil {
+			continue
+		}
+		ok := r.end <= segEnd(seg)
+		if ok {
+			v, err := checkRecordAt(seg, r.start)
+			if r.kind == DamageFiller {
+				ok = err == nil && isFiller(&v)
+			} else {
+				ok = err != nil
+			}
+		}
+		seg.Release()
+		if ok {
+			keep = append(keep, r)
+		}
+	}
+	s.damage.replace(keep)
+}
+
+// dropDamageFrom forgets ranges that reach the tail or beyond: the bytes
+// were cut and will be written again.
+func (s *Store) dropDamageFrom(tail int64) {
+	var keep []damagedRange
+	for _, r := range s.damage.list() {
+		if r.end <= tail {
+			keep = append(keep, r)
+		}
+	}
+	s.damage.replace(keep)
 }
 
 // cleanTailOK checks the clean-shutdown tail cheaply: it must be inside
@@ -91,39 +164,62 @@ func (s *Store) cleanTailOK(tail int64) bool {
 	return binary.BigEndian.Uint64(last.Data[p:]) == 0
 }
 
-// scanCommitLog verifies records from offset from (a segment start) and
-// returns the end of the last intact one: framed, body CRC and physical
-// offset right, room left for a blank. A record no queue can hold is kept:
-// dispatch skips it (queueable).
-func (s *Store) scanCommitLog(from int64) (int64, error) {
+// scanCommitLog checks records from offset from (a segment start) and
+// returns the end of the last valid record and the damaged ranges it
+// skipped to reach it. A record that fails is skipped when a valid record
+// (or segment-end blank) follows within reach (or resyncMinReach after it,
+// whichever is further), or when it is whole (completeAt); otherwise the
+// log ends there. Known ranges (from the report file) are passed over
+// without a second report. Open only.
+func (s *Store) scanCommitLog(from, reach int64) (int64, []damagedRange) {
 	size := int64(s.cl.segSize)
-	for _, seg := range s.cl.segs {
-		if seg.Start+size <= from {
-			continue
+	segs := s.cl.segs
+	first := segs[0].Start
+	var skipped []damagedRange
+	known := s.damage.next(from)
+	pos := from
+	for {
+		i := int((pos - first) / size)
+		if i >= len(segs) {
+			return pos, skipped
 		}
-		pos := 0
-		for pos+message.MinBlankLength <= len(seg.Data) {
-			b := seg.Data[pos:]
-			total := int(int32(binary.BigEndian.Uint32(b)))
-			magic := int32(binary.BigEndian.Uint32(b[4:]))
-			if magic == message.BlankMagicCode && total == len(b) {
-				pos = len(seg.Data)
+		seg := segs[i]
+		end := seg.Start + size
+		for pos < end {
+			if pos >= known.start {
+				pos = known.end
+				known = s.damage.next(pos)
+				continue
+			}
+			if end-pos >= message.MinBlankLength && blankAt(seg, pos) {
+				pos = end
 				break
 			}
-			// A writer always leaves room for the blank that ends a segment.
-			v, err := message.ParseRecord(b)
-			if err != nil || !v.CheckCRC() || v.PhysicalOffset() != seg.Start+int64(pos) ||
-				v.Size()+message.MinBlankLength > len(b) {
-				return seg.Start + int64(pos), nil
+			if end-pos >= message.MinBlankLength {
+				if v, err := checkRecordAt(seg, pos); err == nil {
+					pos += int64(v.Size())
+					continue
+				}
 			}
-			pos += v.Size()
-		}
-		if pos < len(seg.Data) {
-			return seg.Start + int64(pos), nil
+			next, ok := s.cl.resync(pos, max(reach, pos+max(resyncMinReach, 2*int64(s.cfg.MaxMessageSize))))
+			if !ok {
+				if n := completeAt(seg, pos, s.cfg.MaxMessageSize); n > 0 {
+					// A whole record, damaged, with nothing valid after it:
+					// not a torn write (that leaves zeros, which do not
+					// frame). It was dispatched, maybe consumed: kept as a
+					// range, so its queue offset is not given again.
+					skipped = append(skipped, damagedRange{start: pos, end: pos + n, kind: DamageSkipped})
+					pos += n
+					continue
+				}
+				return pos, skipped
+			}
+			skipped = append(skipped, splitRange(pos, next, size, DamageSkipped)...)
+			pos = next
+			known = s.damage.next(pos)
+			break // pos may be in a later segment
 		}
 	}
-	last := s.cl.segs[len(s.cl.segs)-1]
-	return last.Start + size, nil
 }
 
 // cutCommitLog makes end the commitlog tail: later segments are deleted
@@ -133,6 +229,7 @@ func (s *Store) cutCommitLog(end int64) error {
 	s.cl.mu.Lock()
 	defer s.cl.mu.Unlock()
 	var lost int64
+	what := ""
 	for n := len(s.cl.segs); n > 0; n = len(s.cl.segs) {
 		seg := s.cl.segs[n-1]
 		if seg.Start < end || (seg.Start == end && n == 1) {
@@ -149,7 +246,10 @@ func (s *Store) cutCommitLog(end int64) error {
 			// cheaply and let the filesystem zero the rest.
 			head := seg.Data[p:min(p+int64(s.cfg.MaxMessageSize), size)]
 			if !allZero(head) {
-				lost += usedBytes(head)
+				used := int64(lastNonZero(head) + 1)
+				lost += used
+				what = describeIn(seg, damagedRange{start: end, end: end + used})
+				s.damage.report(damagedRange{start: end, end: end + used, kind: DamageCut}, what)
 			}
 			if _, err := seg.ZeroFrom(int(p)); err != nil {
 				return fmt.Errorf("%w: cut commitlog at %d: %w", ErrWriteFailed, end, err)
@@ -158,7 +258,10 @@ func (s *Store) cutCommitLog(end int64) error {
 	}
 	s.Truncated = lost
 	if lost > 0 {
-		log.Printf("store: unclean shutdown: commitlog cut at offset %d, about %d bytes dropped", end, lost)
+		if what == "" {
+			what = "later segments only"
+		}
+		log.Printf("store: unclean shutdown: commitlog cut at offset %d, about %d bytes dropped (%s)", end, lost, what)
 	}
 	s.cl.wrote.Store(end)
 	return nil
@@ -177,6 +280,15 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// lastNonZero is the index of the last non-zero byte of b (-1: none).
+func lastNonZero(b []byte) int {
+	n := int(usedBytes(b))
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	return n - 1
 }
 
 func usedBytes(b []byte) int64 {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,7 +51,11 @@ func TestRecoverTornTail(t *testing.T) {
 	}
 }
 
-func TestRecoverCorruptMiddleCutsAndTruncatesQueues(t *testing.T) {
+// TestRecoverSkipsCorruptRecordKeepsTheRest flips a body byte of record 30
+// of 50 and restarts uncleanly without a checkpoint: recovery skips record
+// 30 and keeps 31..49 in their queues and the index; record 30's queue
+// offset reads as a gap; appends continue after the highest queue offset.
+func TestRecoverSkipsCorruptRecordKeepsTheRest(t *testing.T) {
 	cfg := testConfig(t)
 	s := mustOpen(t, cfg)
 	var res []*PutResult
@@ -58,17 +63,21 @@ func TestRecoverCorruptMiddleCutsAndTruncatesQueues(t *testing.T) {
 		res = append(res, mustPut(t, s, newMsg("C", int32(i%3), body(i), map[string]string{"KEYS": fmt.Sprintf("k%d", i)})))
 	}
 	waitDispatched(t, s)
-	// Flip a body byte of record 30: its CRC no longer matches.
-	seg := s.cl.segment(res[30].PhysicalOffset)
-	seg.Data[int(res[30].PhysicalOffset-seg.Start)+88+2] ^= 0xFF // inside the body (IPv4 layout)
-	seg.Release()
+	tail := s.CommitLogMaxOffset()
 	s.crash()
 	os.Remove(cfg.checkpointPath()) // no checkpoint: scan everything
+	f, _ := os.OpenFile(filepath.Join(cfg.commitLogDir(), "00000000000000000000"), os.O_RDWR, 0)
+	f.WriteAt([]byte{0xFF}, res[30].PhysicalOffset+88+2) // inside the body (IPv4 layout)
+	f.Close()
 
 	s = mustOpen(t, cfg)
 	defer s.Close()
-	if s.CommitLogMaxOffset() != res[30].PhysicalOffset {
-		t.Fatalf("tail %d, want cut at %d", s.CommitLogMaxOffset(), res[30].PhysicalOffset)
+	if s.CommitLogMaxOffset() != tail || s.Truncated != 0 {
+		t.Fatalf("tail %d (want %d), truncated %d", s.CommitLogMaxOffset(), tail, s.Truncated)
+	}
+	want := []DamagedRange{{Offset: res[30].PhysicalOffset, Length: int64(res[30].Size), Kind: DamageSkipped}}
+	if got := s.Damaged(); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("damaged %v, want %v", got, want)
 	}
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
@@ -76,26 +85,39 @@ func TestRecoverCorruptMiddleCutsAndTruncatesQueues(t *testing.T) {
 	total := 0
 	for q := int32(0); q < 3; q++ {
 		for _, m := range readAll(t, s, "C", q) {
-			if m.PhysicalOffset >= res[30].PhysicalOffset {
-				t.Fatalf("queue %d still points past the cut: %d", q, m.PhysicalOffset)
+			if m.PhysicalOffset == res[30].PhysicalOffset {
+				t.Fatalf("queue %d serves the damaged record", q)
 			}
 			total++
 		}
 	}
-	if total != 30 {
-		t.Fatalf("%d messages survive, want 30", total)
+	if total != 49 {
+		t.Fatalf("%d messages survive, want 49", total)
+	}
+	// Record 30 is queue 0's offset 10: a gap the read moves past.
+	r := s.GetMessage("C", 0, 10, 1, 1<<20, nil)
+	if r.Status != Found || r.NextBeginOffset != 12 {
+		t.Fatalf("read at the gap: %v, next %d", r.Status, r.NextBeginOffset)
+	}
+	if m, _ := message.DecodeRecord(r.Messages[0], true); m.QueueOffset != 11 {
+		t.Fatalf("read at the gap returns queue offset %d", m.QueueOffset)
+	}
+	r.Release()
+	if s.DamagedReads() == 0 {
+		t.Fatal("refused reads not counted")
 	}
 	now := time.Now().UnixMilli() + 1000
-	if got := s.QueryMessage("C", "k35", 10, 0, now); len(got) != 0 {
-		t.Fatalf("index still finds a cut message: %v", got)
+	for _, k := range []string{"k29", "k31", "k49"} {
+		if got := s.QueryMessage("C", k, 10, 0, now); len(got) != 1 {
+			t.Fatalf("index finds %v for %s", got, k)
+		}
 	}
-	if got := s.QueryMessage("C", "k29", 10, 0, now); len(got) != 1 {
-		t.Fatalf("index lost k29: %v", got)
+	if _, err := s.GetMessageByOffset(res[30].PhysicalOffset); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damaged record by offset: %v", err)
 	}
-	// Queue offsets continue without a gap.
-	r := mustPut(t, s, newMsg("C", 0, "n", nil))
-	if r.QueueOffset != 10 {
-		t.Fatalf("queue 0 resumes at %d, want 10", r.QueueOffset)
+	// Queue offsets continue after the highest one kept.
+	if r := mustPut(t, s, newMsg("C", 0, "n", nil)); r.QueueOffset != 17 {
+		t.Fatalf("queue 0 resumes at %d, want 17", r.QueueOffset)
 	}
 }
 

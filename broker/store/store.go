@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,9 @@ import (
 //	dispMu -> cqMu -> consumeQueue.mu;  dispMu -> indexService.mu
 //	dispMu -> consumeQueue.placeMu -> consumeQueue.mu
 //	flushMu -> commitLog.flushMu -> commitLog.mu | consumeQueue.placeMu | consumeQueue.mu | indexService.mu
-//	groupCommit.mu is a leaf.
+//	groupCommit.mu, damageSet.mu and damageSet.fillerMu are leaves (damageSet.mu
+//	is taken under commitLog.mu by recovery's cut and under dispMu by the
+//	dispatcher; what a report describes is read before it is taken).
 //
 // Mapped-file references (Hold/Release) are lock-free and may outlive the
 // locks under which the file was found.
@@ -36,21 +39,30 @@ type Store struct {
 	cqs      map[string]map[int32]*consumeQueue
 	cqLoaded bool // every queue on disk is in cqs (set once in Open)
 
-	putMu       sync.Mutex      // the single commitlog writer
-	queueTable  map[cqKey]int64 // next queue offset per queue; under putMu
-	writeErr    error           // sticky write failure; under putMu
-	kickDisp    chan struct{}   // wakes the dispatcher
-	dispatched  atomic.Int64    // records below are in consume queues and index
-	unqueueable atomic.Int64    // records dispatched without a queue (queueable)
-	dispMu      sync.Mutex      // serialises dispatch runs
-	gc          *groupCommit    // SYNC_FLUSH only
-	flushMu     sync.Mutex      // serialises logics flushes and checkpoint writes
-	listeners   atomic.Pointer[[]ArrivalFunc]
-	spares      *cqSpares // ready consume-queue files for the dispatcher
+	putMu        sync.Mutex      // the single commitlog writer
+	queueTable   map[cqKey]int64 // next queue offset per queue; under putMu
+	writeErr     error           // sticky write failure; under putMu
+	kickDisp     chan struct{}   // wakes the dispatcher
+	dispatched   atomic.Int64    // records below are in consume queues and index
+	unqueueable  atomic.Int64    // records dispatched without a queue (queueable)
+	wrongEntries atomic.Int64    // consume-queue entries a read found pointing at no fitting record
+	dispMu       sync.Mutex      // serialises dispatch runs
+	gc           *groupCommit    // SYNC_FLUSH only
+	flushMu      sync.Mutex      // serialises logics flushes and checkpoint writes
+	listeners    atomic.Pointer[[]ArrivalFunc]
+	spares       *cqSpares // ready consume-queue files for the dispatcher
+	damage       *damageSet
+	// lastSkip is the damaged range (or filler) the dispatcher passed last:
+	// the queues whose offsets it held get gap entries pointing at it.
+	// Under dispMu.
+	lastSkip damagedRange
 
 	// Recovery facts, for callers and tests.
 	CleanStart bool  // the previous run shut down cleanly
 	Truncated  int64 // bytes cut from the commitlog tail at recovery
+	// LowDiskSpace: at Open the store's volume could not hold one more
+	// commitlog segment and index file (logged as a WARN).
+	LowDiskSpace bool
 
 	closed   atomic.Bool
 	stop     chan struct{}
@@ -85,6 +97,7 @@ func Open(cfg Config) (*Store, error) {
 		stop:       make(chan struct{}),
 	}
 	s.memLimit = totalMemory(cfg.TotalMemory) * int64(cfg.AccessMessageInMemoryMaxRatio) / 100
+	s.damage = newDamageSet(filepath.Join(cfg.StorePathRootDir, DamageLogFile), cfg.MappedFileSizeCommitLog)
 	removeSpares(cfg.consumeQueueDir())
 	s.spares = newCQSpares(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue)
 	var err error
@@ -104,6 +117,7 @@ func Open(cfg Config) (*Store, error) {
 		s.closeFiles()
 		return nil, err
 	}
+	s.LowDiskSpace = s.checkFreeSpace()
 	// The abort marker exists from here until a clean Close removes it.
 	if err := writeFileAtomic(cfg.abortPath(), nil); err != nil {
 		s.closeFiles()

@@ -1,6 +1,7 @@
 // Package atomicfile replaces small files (configuration, offset tables) so that a crash
 // at any moment leaves the old or the new content readable, and keeps the previous
-// content beside the file as path.bak for when the main file is damaged anyway.
+// content beside the file as path.bak for when the main file is damaged anyway. A
+// damaged file replaced by its backup is kept as path.corrupt-<time> (Load).
 package atomicfile
 
 import (
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // BackupSuffix names the copy of the previous content.
@@ -41,27 +43,89 @@ func Write(path string, data []byte) error {
 
 // Read hands parse the content of path or, when path is missing, empty or refused by
 // parse, of path.bak. It returns the file it used, "" when neither exists (not an
-// error), and an error naming both files when neither parses.
+// error), and an error naming both files when neither parses. A damaged path is moved
+// aside as Load does.
 func Read(path string, parse func([]byte) error) (used string, err error) {
+	used, _, err = Load(path, parse)
+	return used, err
+}
+
+// CorruptSuffix starts the name a damaged file is kept under: path.corrupt-<UTC time>.
+const CorruptSuffix = ".corrupt-"
+
+// Fallback describes a Load that used path.bak instead of path.
+type Fallback struct {
+	Path   string // the file that could not be used
+	Reason error  // why: missing, empty, or what parse said
+	KeptAs string // where the damaged file was moved; "" when it was missing or could not be moved
+}
+
+func (f *Fallback) String() string {
+	s := fmt.Sprintf("%s unusable (%v), loaded %s%s", f.Path, f.Reason, f.Path, BackupSuffix)
+	if f.KeptAs != "" {
+		s += ", the damaged file kept as " + f.KeptAs
+	}
+	return s
+}
+
+// Load is Read that also reports when it used path.bak (fb, nil otherwise). A path
+// that exists but is empty or refused by parse is then moved aside to
+// path.corrupt-<UTC time> for inspection, so that the next Write keeps the good
+// backup instead of copying the damage over it. Nothing is moved when neither file
+// parses: the caller refuses to start and the operator finds both as they were.
+func Load(path string, parse func([]byte) error) (used string, fb *Fallback, err error) {
 	var errs []error
 	for _, p := range []string{path, path + BackupSuffix} {
 		data, err := os.ReadFile(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			if p == path {
+				fb = &Fallback{Path: path, Reason: errors.New("missing")}
+			}
 			continue
 		case err == nil && len(data) == 0:
 			err = errors.New("empty file")
 		case err == nil:
 			if err = parse(data); err == nil {
-				return p, nil
+				if p != path {
+					if fb == nil || fb.Reason == nil {
+						fb = &Fallback{Path: path}
+					}
+					return p, fb.keep(path), nil
+				}
+				return p, nil, nil
 			}
+		}
+		if p == path {
+			fb = &Fallback{Path: path, Reason: err}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", p, err))
 	}
 	if len(errs) > 0 {
-		return "", fmt.Errorf("atomicfile: %w", errors.Join(errs...))
+		return "", nil, fmt.Errorf("atomicfile: %w", errors.Join(errs...))
 	}
-	return "", nil
+	return "", nil, nil
+}
+
+// keep moves the damaged file aside (if it exists) and records where.
+func (f *Fallback) keep(path string) *Fallback {
+	if _, err := os.Stat(path); err != nil {
+		return f
+	}
+	aside := path + CorruptSuffix + time.Now().UTC().Format("20060102T150405.000Z")
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s.%d", aside, i)
+	}
+	if err := os.Rename(path, aside); err != nil {
+		f.Reason = fmt.Errorf("%w (and it could not be moved aside: %v)", f.Reason, err)
+		return f
+	}
+	syncDir(filepath.Dir(path))
+	f.KeptAs = aside
+	return f
 }
 
 func writeSynced(path string, data []byte) error {

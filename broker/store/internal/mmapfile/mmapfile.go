@@ -18,7 +18,10 @@ type File struct {
 	Path  string
 	Start int64 // logical offset of byte 0 (from the file name)
 	Data  []byte
-	f     *os.File
+	// OnDisk is the file's size when it was opened, before Open extended a
+	// short file: less than len(Data) means the end of the file was lost.
+	OnDisk int64
+	f      *os.File
 	// refs counts the owner (1) plus readers. It reaches 0 exactly once, at
 	// which point the mapping is unmapped and the file closed.
 	refs    atomic.Int64
@@ -102,6 +105,7 @@ func Open(path string, start int64, size int) (*File, error) {
 		f.Close()
 		return nil, err
 	}
+	onDisk := st.Size()
 	if st.Size() != int64(size) {
 		if st.Size() > int64(size) {
 			f.Close()
@@ -112,7 +116,36 @@ func Open(path string, start int64, size int) (*File, error) {
 			return nil, fmt.Errorf("extend %s: %w", path, err)
 		}
 	}
-	return mapFile(f, path, start, size)
+	m, err := mapFile(f, path, start, size)
+	if err == nil {
+		m.OnDisk = onDisk
+	}
+	return m, err
+}
+
+// OpenReadOnly maps an existing file as it is, read only, whatever its
+// size (offline checks: nothing is extended or written). An empty file
+// has no mapping. Writing to Data faults.
+func OpenReadOnly(path string, start int64) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m := &File{Path: path, Start: start, OnDisk: st.Size(), f: f}
+	m.refs.Store(1)
+	if st.Size() == 0 {
+		return m, nil
+	}
+	if m.Data, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	return m, nil
 }
 
 func mapFile(f *os.File, path string, start int64, size int) (*File, error) {
@@ -121,7 +154,7 @@ func mapFile(f *os.File, path string, start int64, size int) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
-	m := &File{Path: path, Start: start, Data: data, f: f}
+	m := &File{Path: path, Start: start, Data: data, OnDisk: int64(size), f: f}
 	m.refs.Store(1)
 	return m, nil
 }
@@ -180,7 +213,9 @@ func (m *File) Close() {
 }
 
 func (m *File) cleanup() {
-	syscall.Munmap(m.Data)
+	if m.Data != nil {
+		syscall.Munmap(m.Data)
+	}
 	m.f.Close()
 	if m.removed.Load() {
 		os.Remove(m.Path)
