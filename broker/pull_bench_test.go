@@ -15,7 +15,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
-// benchBroker runs a broker holding a topic of one queue with n messages of 1 KiB.
+// benchBroker runs a broker holding a topic PB of one queue with n messages of 1 KiB.
 func benchBroker(b *testing.B, n int) (*Broker, *remoting.Client, string) {
 	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
