@@ -118,6 +118,13 @@ func (g *Groups) Delete(group string) (bool, error) {
 	return true, g.commitLocked()
 }
 
+// Len is the number of subscription groups.
+func (g *Groups) Len() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.table)
+}
+
 // Names returns the group names, sorted.
 func (g *Groups) Names() []string {
 	g.mu.RLock()

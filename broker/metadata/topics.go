@@ -139,6 +139,13 @@ func (t *Topics) IsSystem(name string) bool {
 	return t.system[name]
 }
 
+// Len is the number of topics.
+func (t *Topics) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.table)
+}
+
 // Get returns a copy of the topic's config.
 func (t *Topics) Get(name string) (protocol.TopicConfig, bool) {
 	t.mu.RLock()

@@ -3,6 +3,7 @@ package remoting
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // SerializeType is how a frame's header is encoded.
@@ -96,6 +97,13 @@ type Command struct {
 	// Serialize is the header encoding: the one a decoded command arrived in, the one an
 	// encoded command is written in.
 	Serialize SerializeType
+
+	// Suspended marks a request a handler held to answer later (a long poll), as Java's
+	// RemotingCommand.suspended does; not on the wire. Metrics label by it.
+	Suspended bool
+	// received is when a server took the request from its connection (zero unless the
+	// server has an OnReply hook).
+	received time.Time
 }
 
 var nextOpaque atomic.Int32
