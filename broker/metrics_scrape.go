@@ -28,7 +28,11 @@ type lagRow struct {
 }
 
 type lagState struct {
-	offsets []metadata.QueueOffset // reused between scrapes
+	// the topics (with their queue counts) and groups that exist, and the committed
+	// offsets, as of this scrape; reused between scrapes
+	topics  map[string]int32
+	groups  map[string]bool
+	offsets []metadata.QueueOffset
 	rows    []lagRow
 	folded  int // rows past metricsSeriesLimit
 	at      int64
@@ -37,12 +41,16 @@ type lagState struct {
 // beforeScrape promotes new table keys, forgets those of deleted topics and groups, and
 // computes the lag once for both lag families.
 func (m *brokerMetrics) beforeScrape() {
-	b := m.b
-	topicExists := func(t string) bool { _, ok := b.topics.Get(t); return ok }
-	groupExists := func(g string) bool { _, ok := b.groups.Get(g); return ok }
+	b, st := m.b, &m.lag
+	if st.topics == nil {
+		st.topics, st.groups = map[string]int32{}, map[string]bool{}
+	}
+	b.topics.QueueCounts(st.topics)
+	b.groups.NameSet(st.groups)
+	topicExists := func(t string) bool { _, ok := st.topics[t]; return ok }
 	m.in.promote(topicExists)
-	m.out.promote(func(k topicGroup) bool { return topicExists(k.topic) && groupExists(k.group) })
-	m.dlq.promote(func(k topicGroup) bool { return groupExists(k.group) })
+	m.out.promote(func(k topicGroup) bool { return topicExists(k.topic) && st.groups[k.group] })
+	m.dlq.promote(func(k topicGroup) bool { return st.groups[k.group] })
 	m.computeLag()
 }
 
@@ -57,38 +65,33 @@ func (m *brokerMetrics) computeLag() {
 	st.folded = 0
 	st.at = time.Now().UnixMilli()
 	limit := b.cfg.Get().MetricsSeriesLimit
-	var committed map[int32]int64
 	for i := 0; i < len(st.offsets); {
-		j := i
-		for j < len(st.offsets) && st.offsets[j].Topic == st.offsets[i].Topic && st.offsets[j].Group == st.offsets[i].Group {
+		j := i + 1
+		for j < len(st.offsets) && !st.offsets[j].First {
 			j++
 		}
-		topic, group := st.offsets[i].Topic, st.offsets[i].Group
 		run := st.offsets[i:j]
 		i = j
-		tc, ok := b.topics.Get(topic)
-		if !ok {
-			continue
-		}
-		if _, ok := b.groups.Get(group); !ok {
+		topic, group := run[0].Topic, run[0].Group
+		queues, ok := st.topics[topic]
+		if !ok || !st.groups[group] {
 			continue
 		}
 		if limit > 0 && len(st.rows) >= limit {
 			st.folded++
 			continue
 		}
-		clear(committed)
-		if committed == nil {
-			committed = map[int32]int64{}
-		}
-		for _, q := range run {
-			committed[q.QueueID] = q.Offset
-		}
 		row := lagRow{topic: topic, group: group, retry: isRetryTopic(topic), system: b.isSystemTopic(topic) || isSystemGroup(group)}
-		for q := range int32(max(tc.ReadQueueNums, tc.WriteQueueNums)) {
+		for q := range queues {
 			maxOff := b.store.MaxOffset(topic, q)
-			off, ok := committed[q]
-			if !ok || off < 0 {
+			off := int64(-1)
+			for _, c := range run { // a handful of queues: a scan beats a map
+				if c.QueueID == q {
+					off = c.Offset
+					break
+				}
+			}
+			if off < 0 {
 				off = b.store.MinOffset(topic, q)
 			}
 			if n := maxOff - off; n > 0 {

@@ -18,6 +18,12 @@ import (
 // benchBroker runs a broker holding a topic PB of one queue with n messages of 1 KiB.
 func benchBroker(b *testing.B, n int) (*Broker, *remoting.Client, string) {
 	b.Helper()
+	return benchBrokerWith(b, n, nil)
+}
+
+// benchBrokerWith is benchBroker with mutate applied to the config first.
+func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker, *remoting.Client, string) {
+	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -28,6 +34,9 @@ func benchBroker(b *testing.B, n int) (*Broker, *remoting.Client, string) {
 	c.BrokerName, c.BrokerIP1, c.ListenPort = "bench", "127.0.0.1", port
 	c.StorePathRootDir = b.TempDir()
 	c.MappedFileSizeCommitLog = 64 << 20
+	if mutate != nil {
+		mutate(c)
+	}
 	br, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

@@ -139,10 +139,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		msgs = append(msgs, m)
 	}
 
-	var putStart time.Time
-	if b.metrics != nil {
-		putStart = time.Now()
-	}
+	putStart := b.metrics.putStart()
 	res, durable, err := b.store.AppendMessages(msgs)
 	if err != nil {
 		return putErrorResponse(req, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
@@ -25,29 +26,39 @@ func sendBenchRequest(body []byte, props string) *remoting.Command {
 
 // BenchmarkSendRoundTrip sends 1 KiB messages over loopback TCP, client included, from
 // 8 senders on the 2 CPUs (as rmqbench's producer with -w 8 does): the whole cost of a
-// send, remoting and store included, per message.
+// send, remoting and store included, per message; metricsOn with
+// metricsExporterType=PROM (docs/benchmarks.md compares the two).
 func BenchmarkSendRoundTrip(b *testing.B) {
-	br, cl, addr := benchBroker(b, 0)
-	tc := protocol.NewTopicConfig("SB")
-	tc.ReadQueueNums, tc.WriteQueueNums = 8, 8
-	if err := br.topics.Put(*tc); err != nil {
-		b.Fatal(err)
-	}
-	body := make([]byte, 1024)
-	props, _ := message.EncodeProperties(map[string]string{message.PropertyTags: "t", message.PropertyKeys: "k", "WAIT": "true"})
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.SetBytes(1024)
-	b.SetParallelism(4) // 8 senders on 2 CPUs
-	defer reportCPU(b)()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			resp, err := cl.Invoke(ctx, addr, sendBenchRequest(body, props))
-			if err != nil || resp.Code != remoting.Success {
-				b.Fatalf("send: %v, %v", resp, err)
+	for _, mode := range []struct {
+		name   string
+		mutate func(*config.Config)
+	}{{"metricsOff", nil}, {"metricsOn", func(c *config.Config) {
+		c.MetricsExporterType, c.MetricsPromExporterHost, c.MetricsPromExporterPort = "PROM", "127.0.0.1", 0
+	}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			br, cl, addr := benchBrokerWith(b, 0, mode.mutate)
+			tc := protocol.NewTopicConfig("SB")
+			tc.ReadQueueNums, tc.WriteQueueNums = 8, 8
+			if err := br.topics.Put(*tc); err != nil {
+				b.Fatal(err)
 			}
-		}
-	})
+			body := make([]byte, 1024)
+			props, _ := message.EncodeProperties(map[string]string{message.PropertyTags: "t", message.PropertyKeys: "k", "WAIT": "true"})
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.SetBytes(1024)
+			b.SetParallelism(4) // 8 senders on 2 CPUs
+			defer reportCPU(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := cl.Invoke(ctx, addr, sendBenchRequest(body, props))
+					if err != nil || resp.Code != remoting.Success {
+						b.Fatalf("send: %v, %v", resp, err)
+					}
+				}
+			})
+		})
+	}
 }
 
 // reportCPU reports the process's CPU time (user+system, client and broker together) per

@@ -125,6 +125,16 @@ func (g *Groups) Len() int {
 	return len(g.table)
 }
 
+// NameSet fills dst (cleared first) with the group names (metrics).
+func (g *Groups) NameSet(dst map[string]bool) {
+	clear(dst)
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for k := range g.table {
+		dst[k] = true
+	}
+}
+
 // Names returns the group names, sorted.
 func (g *Groups) Names() []string {
 	g.mu.RLock()

@@ -115,6 +115,7 @@ type QueueOffset struct {
 	Topic, Group string
 	QueueID      int32
 	Offset       int64
+	First        bool // the first of its topic and group in AppendAll's result
 }
 
 // AppendAll appends every committed offset to dst, the offsets of one topic and group
@@ -128,8 +129,10 @@ func (o *Offsets) AppendAll(dst []QueueOffset) []QueueOffset {
 		if !ok {
 			continue
 		}
+		first := true
 		for q, off := range qs {
-			dst = append(dst, QueueOffset{Topic: t, Group: g, QueueID: q, Offset: off})
+			dst = append(dst, QueueOffset{Topic: t, Group: g, QueueID: q, Offset: off, First: first})
+			first = false
 		}
 	}
 	return dst

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -163,6 +164,7 @@ type Exposition struct {
 	mu       sync.Mutex // serialises scrapes: families may keep state between them
 	families []*Family
 	onScrape []func()
+	lastSize atomic.Int64 // the last scrape's size, to size the next one's buffer
 }
 
 // New returns an exposition whose series all carry constant. The registry has the Go
@@ -215,6 +217,7 @@ func (e *Exposition) WriteTo(w io.Writer) (int64, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
 	buf.Reset()
+	buf.Grow(int(e.lastSize.Load())) // one allocation instead of a doubling series
 	enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
@@ -237,6 +240,7 @@ func (e *Exposition) WriteTo(w io.Writer) (int64, error) {
 	if e.droppedName != "" {
 		e.writeDropped(tw, drops)
 	}
+	e.lastSize.Store(int64(buf.Len() + buf.Len()/8))
 	n, err := w.Write(buf.Bytes())
 	return int64(n), err
 }
@@ -403,6 +407,9 @@ func appendLabel(b []byte, name, value string) []byte {
 // appendEscaped escapes as the text format requires: backslash and newline, and in label
 // values the double quote.
 func appendEscaped(b []byte, s string, quote bool) []byte {
+	if !needsEscape(s) {
+		return append(b, s...) // topic and group names never need it
+	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '\\':
@@ -416,6 +423,15 @@ func appendEscaped(b []byte, s string, quote bool) []byte {
 		}
 	}
 	return b
+}
+
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c == '\n' || c == '"' {
+			return true
+		}
+	}
+	return false
 }
 
 func appendFloat(b []byte, v float64) []byte {

@@ -321,7 +321,7 @@ func (s *Server) admitLocked(host string) string {
 // dispatch runs on the connection's reader: it must not block.
 func (s *Server) dispatch(c *Conn, req *Command) {
 	if s.cfg.OnReply != nil {
-		req.received = time.Now()
+		req.received = monoNow()
 	}
 	r, ok := s.routes[req.Code]
 	if !ok {
@@ -385,7 +385,7 @@ func (s *Server) Reply(c *Conn, req, resp *Command) error {
 		err = sendResponse(s.log, c, req, resp)
 	}
 	if s.cfg.OnReply != nil {
-		s.cfg.OnReply(req, resp, time.Since(req.received), err)
+		s.cfg.OnReply(req, resp, time.Duration(monoNow()-req.received), err)
 	}
 	return err
 }
