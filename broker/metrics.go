@@ -124,7 +124,6 @@ func newBrokerMetrics(b *Broker, c *config.Config) (*brokerMetrics, error) {
 	})
 	m.dlq = newMetricsTable(limit, func(topicGroup) *atomic.Int64 { return new(atomic.Int64) })
 
-	reg := m.exp.Registerer()
 	m.rpcVec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rocketmq_rpc_latency",
 		Help:    "Time in milliseconds from a request's arrival to its response being queued on the connection (pool queue and long-poll hold included), by request and response code.",
@@ -157,14 +156,23 @@ func newBrokerMetrics(b *Broker, c *config.Config) (*brokerMetrics, error) {
 		Name: "rocketmq_acl_refused_total",
 		Help: "Requests the plain ACL refused, by request code.",
 	}, []string{"request_code"})
-	for _, col := range []prometheus.Collector{m.rpcVec, sizeVec, m.putLatency, m.groupCommit, m.aclRefused, scrapeCollector{m}} {
-		if err := reg.Register(col); err != nil {
-			return nil, err
-		}
+	if err := m.exp.Register(m.rpcVec, sizeVec, m.putLatency, m.groupCommit, m.aclRefused, scrapeCollector{m}); err != nil {
+		return nil, err
 	}
 	m.exp.OnScrape(m.beforeScrape)
 	m.exp.Add(m.families()...)
 	return m, nil
+}
+
+// MetricNames lists every metric family a broker can export (dashboards and alerts are
+// checked against it).
+func MetricNames() []string {
+	c := config.Default()
+	m, err := newBrokerMetrics(&Broker{}, c)
+	if err != nil {
+		panic(err)
+	}
+	return m.exp.Names()
 }
 
 // start serves /metrics on metricsPromExporterHost:metricsPromExporterPort.

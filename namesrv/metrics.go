@@ -71,13 +71,19 @@ func newNSMetrics(n *NameServer, c Config) (*nsMetrics, error) {
 	for _, r := range []string{"found", "not_found"} {
 		m.lookups.WithLabelValues(r)
 	}
-	reg := m.exp.Registerer()
-	for _, col := range []prometheus.Collector{m.rpc, m.registrations, m.removals, m.lookups, nsCollector{m}} {
-		if err := reg.Register(col); err != nil {
-			return nil, err
-		}
+	if err := m.exp.Register(m.rpc, m.registrations, m.removals, m.lookups, nsCollector{m}); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// MetricNames lists every metric family a name server can export.
+func MetricNames() []string {
+	m, err := newNSMetrics(&NameServer{}, DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	return m.exp.Names()
 }
 
 // nodeID is node_id: the listen address.

@@ -161,10 +161,11 @@ type Exposition struct {
 	prefix      []byte // the constant labels, rendered: `cluster="c",node_type="broker"`
 	droppedName string // the gauge of series Family limits dropped ("" for none)
 
-	mu       sync.Mutex // serialises scrapes: families may keep state between them
-	families []*Family
-	onScrape []func()
-	lastSize atomic.Int64 // the last scrape's size, to size the next one's buffer
+	mu         sync.Mutex // serialises scrapes: families may keep state between them
+	families   []*Family
+	collectors []prometheus.Collector // registered through Register
+	onScrape   []func()
+	lastSize   atomic.Int64 // the last scrape's size, to size the next one's buffer
 }
 
 // New returns an exposition whose series all carry constant. The registry has the Go
@@ -187,10 +188,49 @@ func New(constant prometheus.Labels, droppedName string) *Exposition {
 	return e
 }
 
-// Registerer registers collectors whose series get the constant labels.
-func (e *Exposition) Registerer() prometheus.Registerer {
-	return prometheus.WrapRegistererWith(e.constant, e.reg)
+// Register registers collectors whose series get the constant labels.
+func (e *Exposition) Register(cs ...prometheus.Collector) error {
+	reg := prometheus.WrapRegistererWith(e.constant, e.reg)
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	e.collectors = append(e.collectors, cs...)
+	e.mu.Unlock()
+	return nil
 }
+
+// Names lists every metric family the exposition can export, registered collectors and
+// Families (not the Go runtime's and process collectors'): what dashboards and alerts may
+// refer to, whether or not a series exists yet.
+func (e *Exposition) Names() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	seen := map[string]bool{}
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range e.collectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			seen[m[1]] = true
+		}
+	}
+	for _, f := range e.families {
+		seen[f.Name] = true
+	}
+	if e.droppedName != "" {
+		seen[e.droppedName] = true
+	}
+	return sortedKeys(seen)
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // OnScrape adds a function run at the start of every scrape, before the families, one
 // scrape at a time: the place to compute what several families share.
