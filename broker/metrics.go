@@ -385,6 +385,18 @@ func (t *metricsTable[K, V]) promote(keep func(K) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := *t.read.Load()
+	if len(t.dirty) == 0 {
+		gone := false
+		for k := range old {
+			if keep != nil && !keep(k) {
+				gone = true
+				break
+			}
+		}
+		if !gone {
+			return // nothing new, nothing deleted: the read map stays
+		}
+	}
 	next := make(map[K]*V, len(old)+len(t.dirty))
 	folded := 0
 	for _, src := range []map[K]*V{old, t.dirty} {

@@ -36,6 +36,37 @@ type lagState struct {
 	rows    []lagRow
 	folded  int // rows past metricsSeriesLimit
 	at      int64
+	// storeTimes remembers, per queue, the store time of the message at the offset a
+	// group stood at in the last scrape: a group that did not move (the one that lags)
+	// costs a map lookup instead of a consume-queue and commitlog read. prev is the last
+	// scrape's, so queues no longer looked at are forgotten.
+	storeTimes, prevTimes map[queueAt]int64
+}
+
+type queueAt struct {
+	topic string
+	qid   int32
+	off   int64
+}
+
+// storeTime is the store time of the message at off in the queue, from the last scrape
+// when it was looked up then.
+func (st *lagState) storeTime(s MessageStore, topic string, qid int32, off int64) int64 {
+	k := queueAt{topic, qid, off}
+	if ts, ok := st.storeTimes[k]; ok {
+		return ts
+	}
+	ts, ok := st.prevTimes[k]
+	if !ok {
+		var err error
+		if ts, err = s.StoreTime(topic, qid, off); err != nil {
+			ts = 0
+		}
+	}
+	if ts > 0 {
+		st.storeTimes[k] = ts
+	}
+	return ts
 }
 
 // beforeScrape promotes new table keys, forgets those of deleted topics and groups, and
@@ -64,6 +95,11 @@ func (m *brokerMetrics) computeLag() {
 	st.rows = st.rows[:0]
 	st.folded = 0
 	st.at = time.Now().UnixMilli()
+	st.prevTimes, st.storeTimes = st.storeTimes, st.prevTimes
+	if st.storeTimes == nil {
+		st.storeTimes = map[queueAt]int64{}
+	}
+	clear(st.storeTimes)
 	limit := b.cfg.Get().MetricsSeriesLimit
 	for i := 0; i < len(st.offsets); {
 		j := i + 1
@@ -96,7 +132,7 @@ func (m *brokerMetrics) computeLag() {
 			}
 			if n := maxOff - off; n > 0 {
 				row.lag += n
-				if ts, err := b.store.StoreTime(topic, q, off); err == nil && ts > 0 && (row.oldest == 0 || ts < row.oldest) {
+				if ts := st.storeTime(b.store, topic, q, off); ts > 0 && (row.oldest == 0 || ts < row.oldest) {
 					row.oldest = ts
 				}
 			}
@@ -159,7 +195,7 @@ func (m *brokerMetrics) families() []*metrics.Family {
 			e.Dropped(st.folded)
 		}
 	}
-	return []*metrics.Family{
+	fs := []*metrics.Family{
 		{Name: "rocketmq_messages_in_total", Type: metrics.Counter, Labels: inLabels, Collect: in(false),
 			Help: "Messages stored by sends, by the topic the producer named and message type."},
 		{Name: "rocketmq_throughput_in_total", Type: metrics.Counter, Labels: inLabels, Collect: in(true),
@@ -185,6 +221,13 @@ func (m *brokerMetrics) families() []*metrics.Family {
 		{Name: "rocketmq_consumer_dlq_messages", Type: metrics.Gauge, Labels: []string{"consumer_group"}, Collect: m.dlqDepth,
 			Help: "Messages stored in the consumer group's dead letter queue %DLQ%<group>."},
 	}
+	// Topic and group names are checked (pkg/names: letters, digits, %, |, _, -) before
+	// they get here; the other values are booleans and fixed words. Not the DLQ
+	// counter's topic: it comes from a message's RETRY_TOPIC property.
+	for _, f := range fs {
+		f.PlainValues = f.Name != "rocketmq_send_to_dlq_messages_total"
+	}
+	return fs
 }
 
 // dlqDepth emits, for every group with a DLQ topic, the messages it holds.

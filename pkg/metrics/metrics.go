@@ -107,6 +107,10 @@ type Family struct {
 	// Limit is the most series written per scrape (0: no limit); the rest are dropped
 	// and counted in the exposition's series-dropped gauge.
 	Limit int
+	// PlainValues says no label value ever needs escaping (no backslash, newline or
+	// double quote: topic and group names, which the broker validates, booleans, fixed
+	// words), so the writer copies them as they are.
+	PlainValues bool
 	// Collect emits every series: e.Emit(value, labelValues...) with one value per
 	// label in Labels.
 	Collect func(e *Emitter)
@@ -427,6 +431,13 @@ func (t *textWriter) series(f *Family, v float64, values []string) {
 	for i, name := range f.Labels {
 		if i > 0 || len(t.prefix) > 0 {
 			b = append(b, ',')
+		}
+		if f.PlainValues {
+			b = append(b, name...)
+			b = append(b, `="`...)
+			b = append(b, values[i]...)
+			b = append(b, '"')
+			continue
 		}
 		b = appendLabel(b, name, values[i])
 	}
