@@ -69,6 +69,10 @@ test-tz: ## The clock-driven packages once in each of TZ_ZONES: no test may depe
 test-compat: build ## Compatibility suite against the official Java client and Java broker.
 	hack/compat.sh
 
+.PHONY: check-metrics
+check-metrics: build ## promtool check metrics on a live name server and broker (builds promtool once, cached).
+	hack/check-metrics.sh
+
 .PHONY: fuzz
 fuzz: ## Fuzz the remoting frame and header decoders for FUZZTIME (default 60s).
 	$(GO) test ./pkg/remoting -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME)
