@@ -130,11 +130,20 @@ func (m *brokerMetrics) computeLag() {
 			if off < 0 {
 				off = b.store.MinOffset(topic, q)
 			}
-			if n := maxOff - off; n > 0 {
-				row.lag += n
-				if ts := st.storeTime(b.store, topic, q, off); ts > 0 && (row.oldest == 0 || ts < row.oldest) {
-					row.oldest = ts
+			if maxOff <= off {
+				continue
+			}
+			ts := st.storeTime(b.store, topic, q, off)
+			if ts <= 0 {
+				// Gone to retention: what is left starts at the queue's first message.
+				if minOff := b.store.MinOffset(topic, q); minOff > off {
+					off = minOff
+					ts = st.storeTime(b.store, topic, q, off)
 				}
+			}
+			row.lag += max(maxOff-off, 0)
+			if ts > 0 && (row.oldest == 0 || ts < row.oldest) {
+				row.oldest = ts
 			}
 		}
 		st.rows = append(st.rows, row)
