@@ -3,10 +3,14 @@ package broker
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
@@ -220,4 +224,78 @@ func TestMetricsOffByDefault(t *testing.T) {
 	if !strings.Contains(config.Default().MetricsExporterType, "DISABLE") {
 		t.Fatal("default exporter type")
 	}
+}
+
+// A master reports its connected slave and the slave's lag; the slave reports its master.
+// The lag reaches 0 once the slave has acknowledged everything.
+func TestMetricsHA(t *testing.T) {
+	m := startBroker(t, "", withMetrics)
+	m.createTopic("MHA", 1)
+	m.sendV2("MHA", 0, "t", "x")
+	s := startSlave(t, m, withMetrics)
+	waitFor(t, func() bool {
+		mfs := parseMetrics(t, scrapeText(t, m.MetricsAddr()))
+		connected, _ := metricValue(mfs, "rocketmq_ha_slaves_connected", nil)
+		lag, ok := metricValue(mfs, "rocketmq_ha_slave_lag_bytes", nil)
+		return connected == 1 && ok && lag == 0
+	})
+	mfs := parseMetrics(t, scrapeText(t, s.MetricsAddr()))
+	wantMetric(t, mfs, "rocketmq_ha_master_connected", map[string]string{"master_addr": m.HAAddr(), "broker_id": "1"}, 1)
+	if off, _ := metricValue(mfs, "rocketmq_ha_slave_reported_offset", nil); off != float64(m.store.MaxPhyOffset()) {
+		t.Errorf("slave reported %v, master at %d", off, m.store.MaxPhyOffset())
+	}
+}
+
+// What a send does for metrics allocates nothing once its topic and RPC series exist.
+func TestMetricsPerSendAllocatesNothing(t *testing.T) {
+	tb := startBroker(t, "", withMetrics)
+	m := tb.metrics
+	req := remoting.NewRequest(remoting.SendMessageV2, nil, nil)
+	resp := req.NewResponse(remoting.Success, "")
+	m.sent("A", msgNormal, 1, 100)
+	m.onReply(req, resp, time.Millisecond, nil)
+	allocs := testing.AllocsPerRun(1000, func() {
+		start := m.putStart()
+		m.sent("A", msgNormal, 1, 100)
+		m.stored(start)
+		m.onReply(req, resp, time.Millisecond, nil)
+		m.pulled("A", "g", 1, 100)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per send", allocs)
+	}
+}
+
+// A frame longer than the maximum closes its connection and counts as oversized.
+func TestMetricsCountFrameErrors(t *testing.T) {
+	tb := startBroker(t, "", withMetrics)
+	nc, err := net.Dial("tcp", tb.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte{0x7f, 0xff, 0xff, 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the connection stayed open after an oversized frame")
+	}
+	mfs := parseMetrics(t, scrapeText(t, tb.MetricsAddr()))
+	wantMetric(t, mfs, "rocketmq_remoting_connection_errors_total", map[string]string{"event": "oversized"}, 1)
+	wantMetric(t, mfs, "rocketmq_remoting_connection_errors_total", map[string]string{"event": "malformed"}, 0)
+}
+
+// Requests the ACL refuses are counted by request code.
+func TestMetricsCountACLRefusals(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(file, []byte(testACL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb := startBroker(t, "", func(c *config.Config) { withMetrics(c); c.AclEnable, c.AclPlainFile = true, file })
+	wantRefused(t, tb.invoke(remoting.GetAllTopicConfig, nil, nil), "No accessKey is configured")
+	wantRefused(t, tb.sendV2("AclTopic", 0, "", "unsigned"), "No accessKey is configured")
+	wantRefused(t, tb.sendV2("AclTopic", 0, "", "unsigned"), "No accessKey is configured")
+	mfs := parseMetrics(t, scrapeText(t, tb.MetricsAddr()))
+	wantMetric(t, mfs, "rocketmq_acl_refused_total", map[string]string{"request_code": "get_all_topic_config"}, 1)
+	wantMetric(t, mfs, "rocketmq_acl_refused_total", map[string]string{"request_code": "send_message_v2"}, 2)
 }
