@@ -13,6 +13,7 @@ package metrics
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -393,8 +394,16 @@ func Serve(addr string, e *Exposition, log *slog.Logger) (*Server, error) {
 // Addr is the bound address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Close stops serving.
-func (s *Server) Close() error { return s.srv.Close() }
+// Close stops serving and waits (up to 5 s) for scrapes under way, which read the
+// process's state: the caller closes that state after Close.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return s.srv.Close()
+	}
+	return nil
+}
 
 // textWriter renders series in the text format.
 type textWriter struct {
