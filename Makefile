@@ -69,6 +69,10 @@ test-tz: ## The clock-driven packages once in each of TZ_ZONES: no test may depe
 test-compat: build ## Compatibility suite against the official Java client and Java broker.
 	hack/compat.sh
 
+.PHONY: check-metrics
+check-metrics: build ## promtool check metrics on a live name server and broker (builds promtool once, cached).
+	hack/check-metrics.sh
+
 .PHONY: fuzz
 fuzz: ## Fuzz every network and disk decoder in turn, FUZZTIME each (default 60s); FUZZ=<regexp> picks targets.
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' hack/fuzz.sh

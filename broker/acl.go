@@ -37,6 +37,7 @@ func (b *Broker) checkACL(conn *remoting.Conn, req *remoting.Command) *remoting.
 		return nil
 	}
 	b.log.Warn("request refused by ACL", "code", req.Code, "remote", conn.RemoteAddr(), "reason", denied.Error())
+	b.metrics.aclRefusal(req.Code)
 	return req.NewResponse(remoting.SystemError, denied.Remark())
 }
 

@@ -57,6 +57,7 @@ type Broker struct {
 	storeHost netip.AddrPort
 	startTime time.Time
 	stats     *stats
+	metrics   *brokerMetrics // metricsExporterType=PROM; nil otherwise
 	opts      Options
 
 	listeners []net.Listener
@@ -116,11 +117,19 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: write config files: %w", err)
 	}
 	b.topics.OnChange(b.kickRegister)
+	if cfg.MetricsEnabled() {
+		if b.metrics, err = newBrokerMetrics(b, cfg); err != nil {
+			return nil, err
+		}
+	}
 
 	b.store = opts.Store
 	if b.store == nil {
 		sc := cfg.StoreConfig()
 		sc.StoreHost = b.storeHost
+		if b.metrics != nil {
+			sc.OnGroupCommit = b.metrics.onGroupCommit
+		}
 		if b.store, err = openStore(sc); err != nil {
 			return nil, err
 		}
@@ -154,6 +163,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 
 	sc := cfg.RemotingServerConfig()
 	sc.Logger, sc.OnClose, sc.BeforeHandle = log, b.connClosed, b.beforeHandle
+	if b.metrics != nil {
+		sc.OnReply = b.metrics.onReply
+	}
 	b.server = remoting.NewServer(sc)
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log})
 	if sa, ok := b.store.(storeAdapter); ok {
@@ -226,6 +238,11 @@ func (b *Broker) Start() error {
 	}
 	if err := b.startHA(); err != nil {
 		b.server.Shutdown(context.Background())
+		return err
+	}
+	if err := b.metrics.start(c); err != nil {
+		b.server.Shutdown(context.Background())
+		b.closeHA()
 		return err
 	}
 	b.log.Info("broker started", "name", c.BrokerName, "cluster", c.BrokerClusterName, "addr", c.BrokerAddr(),
@@ -311,6 +328,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		// Replication stops before the store closes; the synchronizer uses nsClient.
 		b.closeHA()
+		b.metrics.close()
 		b.nsClient.Close()
 		// The services stop before the store, which flushes what they put, and before
 		// the offsets are written (the transaction scan keeps its progress there).

@@ -26,6 +26,9 @@
 //	ha.go       master/slave replication (package ha): the master's HA server and
 //	            SYNC_MASTER waits, the slave's commitlog copy and metadata sync,
 //	            GET_ALL_DELAY_OFFSET
+//	metrics.go  Prometheus metrics (metricsExporterType=PROM): the request path's
+//	            counters and histograms; metrics_scrape.go what a scrape reads
+//	            (lag, store, HA, connections); docs/metrics.md lists them
 //
 // msgstore.go states what the broker needs from a message store (MessageStore) and
 // storeadapter.go fits broker/store to it. Subpackages: config (broker.conf),

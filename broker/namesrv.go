@@ -70,6 +70,7 @@ func (b *Broker) registerAll() {
 				b.log.Debug("registered with name server", "namesrv", addr)
 				b.onRegistered(resp)
 			}
+			b.metrics.registration(addr, err == nil && resp.Code == remoting.Success)
 		}()
 	}
 	wg.Wait()

@@ -141,7 +141,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		// them once written (or dropped).
 		resp.Body, resp.BodyParts = res.Body, res.Parts
 		resp.OnWritten, res.Release = res.Release, nil
-		b.stats.groupGet(h.ConsumerGroup, h.Topic, res.Count, res.BodyLen())
+		n := res.BodyLen()
+		b.stats.groupGet(h.ConsumerGroup, h.Topic, res.Count, n)
+		b.metrics.pulled(h.Topic, h.ConsumerGroup, res.Count, n)
 	case remoting.PullNotFound:
 		if allowSuspend && h.SysFlag&pullSuspend != 0 {
 			b.hold(conn, req, &h, f, c)
@@ -224,6 +226,7 @@ func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader,
 	if !c.LongPollingEnable {
 		wait = time.Duration(c.ShortPollingTimeMills) * time.Millisecond
 	}
+	req.Suspended = true
 	b.holder.Hold(&longpoll.Request{
 		Topic: h.Topic, QueueID: h.QueueID, Offset: h.QueueOffset,
 		Deadline: time.Now().Add(wait),
@@ -234,7 +237,7 @@ func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader,
 			if resp == nil {
 				return
 			}
-			if err := conn.Send(resp); err != nil {
+			if err := b.server.Reply(conn, req, resp); err != nil {
 				b.log.Debug("cannot answer a held pull", "remote", conn.RemoteAddr(), "err", err)
 			}
 		},

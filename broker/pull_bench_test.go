@@ -16,9 +16,15 @@ import (
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
-// benchBroker runs a broker holding a topic of one queue with n messages of 1 KiB, with
+// benchBroker runs a broker holding a topic PB of one queue with n messages of 1 KiB, with
 // checkCRCOnRead set to crc.
 func benchBroker(b *testing.B, n int, crc bool) (*Broker, *remoting.Client, string) {
+	b.Helper()
+	return benchBrokerWith(b, n, func(c *config.Config) { c.CheckCRCOnRead = crc })
+}
+
+// benchBrokerWith is benchBroker with mutate applied to the config first.
+func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker, *remoting.Client, string) {
 	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -30,7 +36,9 @@ func benchBroker(b *testing.B, n int, crc bool) (*Broker, *remoting.Client, stri
 	c.BrokerName, c.BrokerIP1, c.ListenPort = "bench", "127.0.0.1", port
 	c.StorePathRootDir = b.TempDir()
 	c.MappedFileSizeCommitLog = 64 << 20
-	c.CheckCRCOnRead = crc
+	if mutate != nil {
+		mutate(c)
+	}
 	br, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

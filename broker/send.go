@@ -139,12 +139,14 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		msgs = append(msgs, m)
 	}
 
+	putStart := b.metrics.putStart()
 	res, durable, err := b.store.AppendMessages(msgs)
 	if err != nil {
 		return putErrorResponse(req, err)
 	}
 	b.notifyHA()
 	b.stats.topicPut(msgs[0].Topic, res.MsgCount, res.Size)
+	b.metrics.sent(h.Topic, sendMessageType(h.Topic, msgs[0]), res.MsgCount, res.Size)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))
 	// The queue the producer chose, even when the message was redirected (Java does so).
@@ -155,6 +157,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	waitSlave := b.syncMasterWait(c, h.Properties)
 	if c.FlushDiskType != store.SyncFlush && !waitSlave {
 		durable() // returns at once
+		b.metrics.stored(putStart)
 		return resp
 	}
 	// Wait for the group commit and/or the slave off the send pool, as Java 4.9's async
@@ -169,6 +172,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 			resp.Code = remoting.FlushDiskTimeout
 			resp.Remark = "flush disk timeout"
 		}
+		b.metrics.stored(putStart)
 		if waitSlave {
 			ctx, cancel := context.WithDeadline(context.Background(), start.Add(timeout))
 			b.waitSlave(ctx, end, resp)
@@ -266,6 +270,7 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 			if _, err := b.topics.Ensure(dlq, retry.DLQQueueNums, retry.TopicPerm, 0); err != nil {
 				return req.NewResponse(remoting.SystemError, err.Error())
 			}
+			b.metrics.toDLQ(group, m, m.Topic)
 			m.Topic, m.QueueID = dlq, 0
 			// Dead now, not later: the DELAY the client set for the next retry goes
 			// (Java's setDelayTimeLevel(0)), or the message would be scheduled instead.

@@ -84,5 +84,8 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	}
 	b.notifyHA()
 	b.stats.put.Add(1)
+	if res.DLQ {
+		b.metrics.toDLQ(h.Group, m, orig.Topic)
+	}
 	return req.NewResponse(remoting.Success, "")
 }

@@ -18,12 +18,21 @@ import (
 // render renders the chart with overrides and returns the documents by "Kind/name".
 func render(t *testing.T, overrides map[string]any) map[string]map[string]any {
 	t.Helper()
+	return renderWith(t, overrides)
+}
+
+// renderWith renders as render does, on a cluster that also serves apiVersions
+// ("monitoring.coreos.com/v1/ServiceMonitor").
+func renderWith(t *testing.T, overrides map[string]any, apiVersions ...string) map[string]map[string]any {
+	t.Helper()
 	chrt, err := loader.Load("rocketmq-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
+	caps := common.DefaultCapabilities.Copy()
+	caps.APIVersions = append(append(common.VersionSet{}, caps.APIVersions...), apiVersions...)
 	vals, err := chartutil.ToRenderValues(chrt, overrides,
-		common.ReleaseOptions{Name: "rmq", Namespace: "ops", IsInstall: true}, common.DefaultCapabilities)
+		common.ReleaseOptions{Name: "rmq", Namespace: "ops", IsInstall: true}, caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +73,7 @@ func TestChartRendersDefaults(t *testing.T) {
 		}
 	}
 	args := containerArgs(t, objs["Deployment/rmq-rocketmq-operator"])
-	for _, want := range []string{"--leader-elect=true", "--watch-namespaces=", "--metrics-bind-address=:8080"} {
+	for _, want := range []string{"--leader-elect=true", "--watch-namespaces=", "--metrics-bind-address=:8443", "--metrics-secure=true"} {
 		if !contains(args, want) {
 			t.Errorf("args %v lack %s", args, want)
 		}

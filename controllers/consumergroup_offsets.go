@@ -48,6 +48,7 @@ func (r *ConsumerGroupReconciler) migrateOffsets(ctx context.Context, cg *v1alph
 			return 0, err
 		}
 		if err := st.admin.CloneGroupOffset(ctx, addr, m.FromGroup, st.group, m.Topic); err != nil {
+			offsetChanged("migration", err)
 			r.Recorder.Eventf(cg, nil, corev1.EventTypeWarning, "OffsetMigrationFailed", "CloneGroupOffset",
 				"migration %s from %s on %s: %v", m.ID, m.FromGroup, name, err)
 			return 0, fmt.Errorf("CLONE_GROUP_OFFSET on %s: %w", name, err)
@@ -57,6 +58,7 @@ func (r *ConsumerGroupReconciler) migrateOffsets(ctx context.Context, cg *v1alph
 		}
 	}
 	cg.Status.LastOffsetMigration = appliedChange(m.ID, before, after)
+	offsetChanged("migration", nil)
 	r.Recorder.Eventf(cg, nil, corev1.EventTypeNormal, "OffsetsMigrated", "CloneGroupOffset",
 		"migration %s: copied offsets of %s onto %s on %d master(s)", m.ID, m.FromGroup, st.group, len(st.masters))
 	return 0, nil
@@ -89,6 +91,7 @@ func (r *ConsumerGroupReconciler) resetOffsets(ctx context.Context, cg *v1alpha1
 		for _, topic := range topics {
 			queues, err := st.admin.ResetOffset(ctx, addr, topic, st.group, ts)
 			if err != nil {
+				offsetChanged("reset", err)
 				r.Recorder.Eventf(cg, nil, corev1.EventTypeWarning, "OffsetResetFailed", "ResetOffset",
 					"reset %s of topic %s on %s: %v", rs.ID, topic, name, err)
 				return 0, fmt.Errorf("INVOKE_BROKER_TO_RESET_OFFSET topic %s on %s: %w", topic, name, err)
@@ -99,6 +102,7 @@ func (r *ConsumerGroupReconciler) resetOffsets(ctx context.Context, cg *v1alpha1
 		}
 	}
 	cg.Status.LastOffsetReset = appliedChange(rs.ID, before, after)
+	offsetChanged("reset", nil)
 	r.Recorder.Eventf(cg, nil, corev1.EventTypeNormal, "OffsetsReset", "ResetOffset",
 		"reset %s: %d queue(s) of group %s moved to %s", rs.ID, len(after), st.group, describeTarget(rs))
 	return 0, nil

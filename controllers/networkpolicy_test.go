@@ -54,9 +54,10 @@ var _ = Describe("spec.networkPolicy", func() {
 		np := &networkingv1.NetworkPolicy{}
 		Expect(get(np, ns, "ns-nameserver")()).To(Succeed())
 		Expect(np.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(res.InstanceLabel, "ns"))
-		Expect(np.Spec.Ingress).To(HaveLen(1))
+		Expect(np.Spec.Ingress).To(HaveLen(2)) // the name-server port, and metrics
 		Expect(np.Spec.Ingress[0].Ports).To(HaveLen(1))
 		Expect(np.Spec.Ingress[0].Ports[0].Port.IntVal).To(Equal(int32(9876)))
+		Expect(np.Spec.Ingress[1].Ports[0].Port.IntVal).To(Equal(int32(res.DefaultMetricsPort)))
 
 		// A Broker that references it is admitted; one that does not is not.
 		Expect(k8s.Create(ctx, newBroker(ns, "rmq"))).To(Succeed())
@@ -106,7 +107,8 @@ var _ = Describe("spec.networkPolicy", func() {
 			[]networkingv1.NetworkPolicyPeer{teamPeer("apps"), own, fromOperator}))
 		np := &networkingv1.NetworkPolicy{}
 		Expect(get(np, ns, "rmq-broker")()).To(Succeed())
-		Expect(np.Spec.Ingress).To(HaveLen(2))
+		Expect(np.Spec.Ingress).To(HaveLen(3)) // clients, HA, metrics
+		Expect(np.Spec.Ingress[2].Ports[0].Port.IntVal).To(Equal(int32(res.DefaultMetricsPort)))
 		var clientPorts []int32
 		for _, p := range np.Spec.Ingress[0].Ports {
 			clientPorts = append(clientPorts, p.Port.IntVal)

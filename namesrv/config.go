@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/pkg/metrics"
 	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -50,6 +51,12 @@ type Config struct {
 	ServerMaxQueuedBytesPerConnection int64         // [serverMaxQueuedBytesPerConnection] queued for a peer that does not read before it is closed
 	ServerMaxQueuedBytesTotal         int64         // [serverMaxQueuedBytesTotal] all connections; 0: 256 MiB, or a quarter of GOMEMLIMIT when lower
 
+	// Metrics: the broker's keys (RocketMQ 5's); docs/metrics.md.
+	MetricsExporterType     string // [metricsExporterType] PROM serves /metrics; DISABLE (the default) nothing
+	MetricsPromExporterPort int    // [metricsPromExporterPort] 5557; 0 picks a free port (tests)
+	MetricsPromExporterHost string // [metricsPromExporterHost] the address /metrics binds; "" every interface
+	MetricsLabel            string // [metricsLabel] constant labels on every series, "k1:v1,k2:v2"
+
 	Logger *slog.Logger // [slog.Default()]
 }
 
@@ -72,6 +79,9 @@ func DefaultConfig() Config {
 		ServerMaxConnections:              remoting.DefaultMaxConnections,
 		ServerMaxConnectionsPerAddress:    remoting.DefaultMaxConnectionsPerAddress,
 		ServerMaxQueuedBytesPerConnection: remoting.DefaultMaxQueuedBytesPerConnection,
+
+		MetricsExporterType:     metrics.ExporterDisable,
+		MetricsPromExporterPort: metrics.DefaultPort,
 	}
 }
 
@@ -102,6 +112,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namesrv: serverMaxQueuedBytesPerConnection must be positive, got %d", c.ServerMaxQueuedBytesPerConnection)
 	case c.ServerMaxQueuedBytesTotal < 0 || c.ServerMaxQueuedBytesTotal > 0 && c.ServerMaxQueuedBytesTotal < c.ServerMaxQueuedBytesPerConnection:
 		return fmt.Errorf("namesrv: serverMaxQueuedBytesTotal must be 0 (automatic) or at least serverMaxQueuedBytesPerConnection, got %d", c.ServerMaxQueuedBytesTotal)
+	case c.MetricsPromExporterPort < 0 || c.MetricsPromExporterPort > 65535:
+		return fmt.Errorf("namesrv: metricsPromExporterPort %d out of range 0-65535", c.MetricsPromExporterPort)
+	}
+	if err := metrics.CheckExporterType(c.MetricsExporterType); err != nil {
+		return fmt.Errorf("namesrv: metricsExporterType=%s: %w", c.MetricsExporterType, err)
+	}
+	if _, err := metrics.ParseLabels(c.MetricsLabel); err != nil {
+		return fmt.Errorf("namesrv: metricsLabel=%s: %w", c.MetricsLabel, err)
 	}
 	return nil
 }
@@ -210,6 +228,11 @@ var configKeys = map[string]setter{
 	"serverMaxQueuedBytesPerConnection": integer64(func(c *Config) *int64 { return &c.ServerMaxQueuedBytesPerConnection }),
 	"serverMaxQueuedBytesTotal":         integer64(func(c *Config) *int64 { return &c.ServerMaxQueuedBytesTotal }),
 
+	"metricsExporterType":     str(func(c *Config) *string { return &c.MetricsExporterType }),
+	"metricsPromExporterPort": integer(func(c *Config) *int { return &c.MetricsPromExporterPort }),
+	"metricsPromExporterHost": str(func(c *Config) *string { return &c.MetricsPromExporterHost }),
+	"metricsLabel":            str(func(c *Config) *string { return &c.MetricsLabel }),
+
 	"serverCallbackExecutorThreads":      ignored,
 	"serverSelectorThreads":              ignored,
 	"serverOnewaySemaphoreValue":         ignored,
@@ -295,6 +318,11 @@ func (c *Config) Properties() string {
 		"serverMaxConnectionsPerAddress":    strconv.Itoa(c.ServerMaxConnectionsPerAddress),
 		"serverMaxQueuedBytesPerConnection": strconv.FormatInt(c.ServerMaxQueuedBytesPerConnection, 10),
 		"serverMaxQueuedBytesTotal":         strconv.FormatInt(c.ServerMaxQueuedBytesTotal, 10),
+
+		"metricsExporterType":     c.MetricsExporterType,
+		"metricsPromExporterPort": strconv.Itoa(c.MetricsPromExporterPort),
+		"metricsPromExporterHost": c.MetricsPromExporterHost,
+		"metricsLabel":            c.MetricsLabel,
 	}
 	return properties.Format(kv)
 }

@@ -53,7 +53,9 @@ func ok(req *remoting.Command, body []byte) *remoting.Command {
 	return resp
 }
 
-func (n *NameServer) registerBroker(conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+func (n *NameServer) registerBroker(conn *remoting.Conn, req *remoting.Command) (_ *remoting.Command, err error) {
+	result := regError
+	defer func() { n.metrics.registration(result) }()
 	var h protocol.RegisterBrokerRequestHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return nil, err
@@ -86,6 +88,7 @@ func (n *NameServer) registerBroker(conn *remoting.Conn, req *remoting.Command) 
 		topics: topics, filterServers: filters, conn: conn,
 	}, time.Now(), limit)
 	if err != nil {
+		result = regRefused
 		// A client can provoke this at will: log it at most once per interval.
 		if ok, held := n.refusedLog.allow(time.Now()); ok {
 			n.log.Warn("register broker refused: too many brokers on one connection", "addr", h.BrokerAddr,
@@ -107,6 +110,7 @@ func (n *NameServer) registerBroker(conn *remoting.Conn, req *remoting.Command) 
 		"id", h.BrokerID, "addr", h.BrokerAddr, "topics", len(topics.TopicConfigTable), "remote", conn.RemoteAddr())
 	resp := ok(req, n.kv.namespaceJSON(protocol.NamespaceOrderTopicConfig))
 	resp.ExtFields = remoting.EncodeHeader(&protocol.RegisterBrokerResponseHeader{HaServerAddr: res.masterHA, MasterAddr: res.masterAddr})
+	result = regSuccess
 	return resp, nil
 }
 
@@ -115,7 +119,9 @@ func (n *NameServer) unregisterBroker(_ *remoting.Conn, req *remoting.Command) (
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return nil, err
 	}
-	n.routes.unregister(h.BrokerAddr, h.BrokerName, h.BrokerID)
+	if n.routes.unregister(h.BrokerAddr, h.BrokerName, h.BrokerID) {
+		n.metrics.removed(removedUnregistered, 1)
+	}
 	n.log.Info("broker unregistered", "cluster", h.ClusterName, "broker", h.BrokerName, "id", h.BrokerID, "addr", h.BrokerAddr)
 	return ok(req, nil), nil
 }
@@ -148,6 +154,7 @@ func (n *NameServer) getRouteInfoByTopic(_ *remoting.Conn, req *remoting.Command
 		return nil, err
 	}
 	rd := n.routes.route(h.Topic)
+	n.metrics.lookup(rd != nil)
 	if rd == nil {
 		return req.NewResponse(remoting.TopicNotExist, "No topic route info in name server for the topic: "+h.Topic), nil
 	}

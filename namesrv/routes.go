@@ -169,22 +169,25 @@ func (t *routeTable) putQueueDataLocked(brokerName string, g *brokerGroup, tc *p
 	g.topics[tc.TopicName] = struct{}{}
 }
 
-// unregister removes one broker address, as UNREGISTER_BROKER asks.
-func (t *routeTable) unregister(brokerAddr, brokerName string, brokerID int64) {
+// unregister removes one broker address, as UNREGISTER_BROKER asks; it reports whether
+// the group listed it.
+func (t *routeTable) unregister(brokerAddr, brokerName string, brokerID int64) (removed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.forgetLiveLocked(brokerAddr)
 	g := t.groups[brokerName]
 	if g == nil {
-		return
+		return false
 	}
 	if addr, ok := g.data.BrokerAddrs[brokerID]; ok {
 		delete(g.data.BrokerAddrs, brokerID)
 		removeFromSet(t.addrNames, addr, brokerName)
+		removed = true
 	}
 	if len(g.data.BrokerAddrs) == 0 {
 		t.removeGroupLocked(brokerName)
 	}
+	return removed
 }
 
 // forgetLiveLocked drops brokerAddr's liveness and filter servers.

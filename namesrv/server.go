@@ -10,18 +10,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/pkg/metrics"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 // NameServer is a RocketMQ 4.x name server: brokers register their topics with it and
 // clients ask it for routes. Several run side by side without sharing anything.
 type NameServer struct {
-	cfgMu  sync.RWMutex // cfg changes with UPDATE_NAMESRV_CONFIG
-	cfg    Config
-	log    *slog.Logger
-	routes *routeTable
-	kv     *kvStore
-	srv    *remoting.Server
+	cfgMu   sync.RWMutex // cfg changes with UPDATE_NAMESRV_CONFIG
+	cfg     Config
+	log     *slog.Logger
+	routes  *routeTable
+	kv      *kvStore
+	srv     *remoting.Server
+	metrics *nsMetrics // metricsExporterType=PROM; nil otherwise
 
 	refusedLog logLimiter // registrations refused by maxBrokersPerConnection
 
@@ -50,8 +52,16 @@ func New(cfg Config) (*NameServer, error) {
 	}
 	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, stop: make(chan struct{}),
 		refusedLog: logLimiter{every: 10 * time.Second}}
+	if cfg.MetricsExporterType == metrics.ExporterProm {
+		if n.metrics, err = newNSMetrics(n, cfg); err != nil {
+			return nil, err
+		}
+	}
 	sc := cfg.remotingConfig()
 	sc.Logger, sc.OnClose = log, n.onClose
+	if n.metrics != nil {
+		sc.OnReply = n.metrics.onReply
+	}
 	n.srv = remoting.NewServer(sc)
 	pool := n.srv.NewPool("namesrv", cfg.ServerWorkerThreads, 10000)
 	for code, h := range n.routesHandlers() {
@@ -77,6 +87,10 @@ func (n *NameServer) Serve(l net.Listener) error {
 	if n.listener != nil {
 		l.Close()
 		return errors.New("namesrv: already started")
+	}
+	if err := n.metrics.start(n.config()); err != nil {
+		l.Close()
+		return err
 	}
 	n.listener = l
 	n.scanDone = make(chan struct{})
@@ -119,6 +133,7 @@ func (n *NameServer) Shutdown(ctx context.Context) error {
 	if started {
 		<-n.scanDone
 	}
+	n.metrics.close()
 	return err
 }
 
@@ -140,6 +155,7 @@ func (n *NameServer) scanLoop() {
 func (n *NameServer) scanNotActiveBrokers(now time.Time) {
 	expiry := n.config().BrokerChannelExpiredTime
 	gone := n.routes.expire(now.Add(-expiry))
+	n.metrics.removed(removedExpired, len(gone))
 	n.logRemoved(slog.LevelWarn, gone, "broker expired: no registration within the timeout",
 		fmt.Sprintf("(no registration within %v)", expiry), "timeout", expiry)
 	closing := map[*remoting.Conn]bool{}
@@ -154,7 +170,9 @@ func (n *NameServer) scanNotActiveBrokers(now time.Time) {
 // onClose forgets the brokers that registered over a closed connection.
 func (n *NameServer) onClose(conn *remoting.Conn) {
 	remote := conn.RemoteAddr()
-	n.logRemoved(slog.LevelInfo, n.routes.removeConn(conn), "broker connection closed, broker removed",
+	gone := n.routes.removeConn(conn)
+	n.metrics.removed(removedConnClosed, len(gone))
+	n.logRemoved(slog.LevelInfo, gone, "broker connection closed, broker removed",
 		"registered over "+remote+" (connection closed)", "remote", remote)
 }
 

@@ -308,6 +308,31 @@ func (r *Registry) ProducerByClientID(clientID string) (Channel, bool) {
 	return *found, true
 }
 
+// ConnRoles counts distinct connections by role: Consumer those in a consumer group,
+// Producer those in a producer group and no consumer group.
+type ConnRoles struct{ Producer, Consumer int }
+
+// ConnRoles returns the connections by role (metrics).
+func (r *Registry) ConnRoles() ConnRoles {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	consumers := map[*remoting.Conn]bool{}
+	for _, g := range r.consumers {
+		for c := range g.Channels {
+			consumers[c] = true
+		}
+	}
+	producers := map[*remoting.Conn]bool{}
+	for _, m := range r.producers {
+		for c := range m {
+			if !consumers[c] {
+				producers[c] = true
+			}
+		}
+	}
+	return ConnRoles{Producer: len(producers), Consumer: len(consumers)}
+}
+
 // Counts returns the number of producer and consumer connections, for runtime info.
 func (r *Registry) Counts() (producers, consumers int) {
 	r.mu.Lock()

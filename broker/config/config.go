@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/metrics"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
@@ -128,6 +129,17 @@ type Config struct {
 	// quarter of the Go memory limit (GOMEMLIMIT) when lower.
 	ServerMaxQueuedBytesTotal int64
 
+	// Metrics (RocketMQ 5's keys, but PROM or DISABLE only; docs/metrics.md).
+	MetricsExporterType     string // metricsExporterType: PROM serves /metrics, DISABLE (the default) nothing
+	MetricsPromExporterPort int    // metricsPromExporterPort: the /metrics port (5557)
+	MetricsPromExporterHost string // metricsPromExporterHost: the address it binds; "" is brokerIP1, as in Java
+	// MetricsLabel (metricsLabel) adds constant labels to every series, "k1:v1,k2:v2".
+	MetricsLabel string
+	// MetricsSeriesLimit (metricsSeriesLimit, ours) is the most series a per-topic or
+	// per-topic-and-group metric keeps; beyond it, counts go to one overflow series and
+	// rocketmq_metrics_series_dropped says how many were folded or left out. 0: no limit.
+	MetricsSeriesLimit int
+
 	AclEnable bool // aclEnable: check every request against the plain ACL file (package broker/acl)
 	// AclPlainFile (aclPlainFile) is the plain ACL file, re-read when it changes. A
 	// relative path is under $ROCKETMQ_HOME (the working folder when unset), so the
@@ -205,6 +217,9 @@ func Default() *Config {
 		ServerMaxConnections:              remoting.DefaultMaxConnections,
 		ServerMaxConnectionsPerAddress:    remoting.DefaultMaxConnectionsPerAddress,
 		ServerMaxQueuedBytesPerConnection: remoting.DefaultMaxQueuedBytesPerConnection,
+		MetricsExporterType:               metrics.ExporterDisable,
+		MetricsPromExporterPort:           metrics.DefaultPort,
+		MetricsSeriesLimit:                metrics.DefaultSeriesLimit,
 	}
 }
 
@@ -303,6 +318,11 @@ func (c *Config) keys() []key {
 		{"serverMaxConnectionsPerAddress", &c.ServerMaxConnectionsPerAddress, false},
 		{"serverMaxQueuedBytesPerConnection", &c.ServerMaxQueuedBytesPerConnection, false},
 		{"serverMaxQueuedBytesTotal", &c.ServerMaxQueuedBytesTotal, false},
+		{"metricsExporterType", &c.MetricsExporterType, false},
+		{"metricsPromExporterPort", &c.MetricsPromExporterPort, false},
+		{"metricsPromExporterHost", &c.MetricsPromExporterHost, false},
+		{"metricsLabel", &c.MetricsLabel, false},
+		{"metricsSeriesLimit", &c.MetricsSeriesLimit, false},
 		{"aclEnable", &c.AclEnable, false},
 		{"aclPlainFile", &c.AclPlainFile, false},
 	}
@@ -510,6 +530,16 @@ func (c *Config) Validate() error {
 		return bad("serverMaxQueuedBytesTotal", c.ServerMaxQueuedBytesTotal, "must be 0 (automatic) or at least serverMaxQueuedBytesPerConnection")
 	case c.AclEnable && c.AclPlainFile == "":
 		return bad("aclPlainFile", `""`, "must name a file when aclEnable=true")
+	case c.MetricsPromExporterPort < 0 || c.MetricsPromExporterPort > 65535:
+		return bad("metricsPromExporterPort", c.MetricsPromExporterPort, "must be in 0..65535")
+	case c.MetricsSeriesLimit < 0:
+		return bad("metricsSeriesLimit", c.MetricsSeriesLimit, "must be >= 0 (0: no limit)")
+	}
+	if err := metrics.CheckExporterType(c.MetricsExporterType); err != nil {
+		return bad("metricsExporterType", c.MetricsExporterType, err.Error())
+	}
+	if _, err := metrics.ParseLabels(c.MetricsLabel); err != nil {
+		return bad("metricsLabel", c.MetricsLabel, err.Error())
 	}
 	for _, n := range []struct {
 		key string
@@ -569,6 +599,19 @@ func (c Config) ACLFile() string {
 		return c.AclPlainFile
 	}
 	return filepath.Join(os.Getenv("ROCKETMQ_HOME"), c.AclPlainFile)
+}
+
+// MetricsEnabled reports whether the broker serves /metrics (metricsExporterType=PROM).
+func (c Config) MetricsEnabled() bool { return c.MetricsExporterType == metrics.ExporterProm }
+
+// MetricsAddr is the address /metrics listens on: metricsPromExporterHost (brokerIP1 when
+// empty) and metricsPromExporterPort.
+func (c Config) MetricsAddr() string {
+	host := c.MetricsPromExporterHost
+	if host == "" {
+		host = c.BrokerIP1
+	}
+	return net.JoinHostPort(host, strconv.Itoa(c.MetricsPromExporterPort))
 }
 
 // HAPort is the port the HA server listens on and announces: listenPort+1, as 4.9.7

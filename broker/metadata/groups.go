@@ -117,6 +117,23 @@ func (g *Groups) Delete(group string) (bool, error) {
 	return true, g.commitLocked()
 }
 
+// Len is the number of subscription groups.
+func (g *Groups) Len() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.table)
+}
+
+// NameSet fills dst (cleared first) with the group names (metrics).
+func (g *Groups) NameSet(dst map[string]bool) {
+	clear(dst)
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for k := range g.table {
+		dst[k] = true
+	}
+}
+
 // Names returns the group names, sorted.
 func (g *Groups) Names() []string {
 	g.mu.RLock()

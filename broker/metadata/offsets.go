@@ -110,6 +110,34 @@ func (o *Offsets) GroupsOf(topic string) []string {
 	return out
 }
 
+// QueueOffset is one committed offset.
+type QueueOffset struct {
+	Topic, Group string
+	QueueID      int32
+	Offset       int64
+	First        bool // the first of its topic and group in AppendAll's result
+}
+
+// AppendAll appends every committed offset to dst, the offsets of one topic and group
+// next to each other, and returns it (metrics: consumer lag). The lock is held only to
+// copy.
+func (o *Offsets) AppendAll(dst []QueueOffset) []QueueOffset {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, qs := range o.table {
+		t, g, ok := splitKey(k)
+		if !ok {
+			continue
+		}
+		first := true
+		for q, off := range qs {
+			dst = append(dst, QueueOffset{Topic: t, Group: g, QueueID: q, Offset: off, First: first})
+			first = false
+		}
+	}
+	return dst
+}
+
 // RemoveGroup forgets every offset of group.
 func (o *Offsets) RemoveGroup(group string) {
 	o.mu.Lock()

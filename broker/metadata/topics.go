@@ -138,6 +138,24 @@ func (t *Topics) IsSystem(name string) bool {
 	return t.system[name]
 }
 
+// Len is the number of topics.
+func (t *Topics) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.table)
+}
+
+// QueueCounts fills dst (cleared first) with every topic's queue count, the larger of
+// its read and write queue numbers: one read lock for the whole table (metrics).
+func (t *Topics) QueueCounts(dst map[string]int32) {
+	clear(dst)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for name, tc := range t.table {
+		dst[name] = int32(max(tc.ReadQueueNums, tc.WriteQueueNums))
+	}
+}
+
 // Get returns a copy of the topic's config.
 func (t *Topics) Get(name string) (protocol.TopicConfig, bool) {
 	t.mu.RLock()

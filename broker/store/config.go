@@ -71,6 +71,11 @@ type Config struct {
 	// StoreHost is written into every record and makes offsetMsgId.
 	StoreHost netip.AddrPort
 
+	// OnGroupCommit, when set, is told after each SYNC_FLUSH group commit how many
+	// appenders its fdatasync acknowledged (metrics). It runs on the flush goroutine and
+	// must be quick.
+	OnGroupCommit func(appenders int)
+
 	// Hooks for tests; nil means the real clock, RAM size and disk probe.
 	Now         func() time.Time
 	TotalMemory int64

@@ -62,8 +62,14 @@ func (g *groupCommit) run() {
 		case <-g.kick:
 		}
 		g.gather()
+		// The appenders waiting now have their records in the mapping (they wait only
+		// after appending), so this sync covers them all.
+		covered := int(g.waiting.Load())
 		g.s.noteWriteErr(g.s.cl.flush())
 		g.broadcast()
+		if f := g.s.cfg.OnGroupCommit; f != nil && covered > 0 {
+			f(covered)
+		}
 	}
 }
 

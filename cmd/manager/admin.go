@@ -9,5 +9,7 @@ import (
 // newAdmin is the production broker-admin edge: pkg/admin over rc, adapted to the
 // controllers' BrokerAdmin (controllers.RemotingAdmin).
 func newAdmin(rc *remoting.Client) controllers.BrokerAdmin {
-	return controllers.RemotingAdmin{C: admin.New(rc)}
+	c := admin.New(rc)
+	c.OnCall = controllers.ObserveAdminCall
+	return controllers.RemotingAdmin{C: c}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
@@ -25,9 +27,12 @@ func main() { os.Exit(run()) }
 
 // run returns the exit code, so deferred cleanups run before os.Exit.
 func run() int {
-	var metricsAddr, probeAddr, namespaces string
-	var leaderElect bool
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
+	var metricsAddr, metricsCertDir, probeAddr, namespaces string
+	var leaderElect, metricsSecure, enableHTTP2 bool
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; 0 disables it")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, to clients the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the /metrics non-resource URL); false serves plain HTTP to anyone")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint (watched for changes); empty: a self-signed certificate made in memory")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "allow HTTP/2 on the metrics endpoint (off: the HTTP/2 rapid-reset and stream-cancellation CVEs)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
 	flag.StringVar(&namespaces, "watch-namespaces", "", "comma-separated namespaces to watch; empty watches all")
@@ -44,7 +49,7 @@ func run() int {
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsOptions(metricsAddr, metricsSecure, metricsCertDir, enableHTTP2),
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "rocketmq-operator.openrmq.io",
@@ -76,6 +81,24 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// metricsOptions is controller-runtime's secure metrics serving unless secure is false:
+// HTTPS, and every request's bearer token checked with the API server, whose RBAC must
+// let the caller get the /metrics non-resource URL (the chart's metrics-reader
+// ClusterRole). The manager's ClusterRole may create TokenReviews and
+// SubjectAccessReviews for it (controllers/setup.go).
+func metricsOptions(addr string, secure bool, certDir string, http2 bool) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr, SecureServing: secure}
+	if !secure {
+		return o
+	}
+	o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	o.CertDir = certDir
+	if !http2 {
+		o.TLSOpts = append(o.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return o
 }
 
 // watched turns "a,b" into the cache's namespace set; nil means every namespace.

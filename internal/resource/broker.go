@@ -107,6 +107,7 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 		// master is down, which defeats the replicas the operator runs.
 		"slaveReadEnable": "true",
 	}
+	maps.Copy(kv, metricsConf()) // metrics on (metrics.go)
 	maps.Copy(kv, br.Spec.Config)
 	maps.Copy(kv, map[string]string{
 		"brokerClusterName":  br.Spec.ClusterName,
@@ -130,6 +131,9 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 	}
 	return sb.String()
 }
+
+// BrokerMetricsPort is the brokers' metrics port, and whether they serve metrics.
+func BrokerMetricsPort(br *v1alpha1.Broker) (int32, bool) { return metricsPort(br.Spec.Config) }
 
 // BrokerPodConf is the broker.conf of one pod: the group's keys plus brokerId (the pod
 // ordinal) and brokerRole (the master role for ordinal 0, SLAVE otherwise). The image is

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
 
 type brokerNamesrvConfigMap struct{ *BrokerBuilder }
@@ -56,7 +58,7 @@ func (b *brokerHeadlessService) Update(obj client.Object) error {
 	// A slave must reach its master's HA port while the master is still starting.
 	svc.Spec.PublishNotReadyAddresses = true
 	svc.Spec.Ports = nil
-	for _, p := range brokerContainerPorts(b.Instance.Spec.ListenPort) {
+	for _, p := range brokerContainerPorts(b.Instance) {
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
 			TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
 	}
@@ -80,11 +82,16 @@ func (b *brokerPDB) Update(obj client.Object) error {
 }
 
 // brokerContainerPorts: the remoting port, the fast channel (listenPort-2) some Java clients
-// use, and the HA port (listenPort+1) slaves replicate from.
-func brokerContainerPorts(listen int32) []corev1.ContainerPort {
-	return []corev1.ContainerPort{
+// use, the HA port (listenPort+1) slaves replicate from, and the metrics port when on.
+func brokerContainerPorts(br *v1alpha1.Broker) []corev1.ContainerPort {
+	listen := br.Spec.ListenPort
+	ports := []corev1.ContainerPort{
 		{Name: "remoting", ContainerPort: listen, Protocol: corev1.ProtocolTCP},
 		{Name: "fast", ContainerPort: listen - 2, Protocol: corev1.ProtocolTCP},
 		{Name: "ha", ContainerPort: listen + 1, Protocol: corev1.ProtocolTCP},
 	}
+	if port, ok := BrokerMetricsPort(br); ok {
+		ports = append(ports, metricsContainerPort(port))
+	}
+	return ports
 }

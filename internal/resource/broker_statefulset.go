@@ -75,7 +75,7 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 					LocalObjectReference: corev1.LocalObjectReference{Name: BrokerNamesrvConfigMapName(br)},
 					Key:                  NamesrvAddrKey}}},
 		},
-		Ports:          brokerContainerPorts(br.Spec.ListenPort),
+		Ports:          brokerContainerPorts(br),
 		Resources:      br.Spec.Resources,
 		VolumeMounts:   mounts,
 		ReadinessProbe: probe,

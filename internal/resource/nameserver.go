@@ -59,10 +59,13 @@ func NameServerAddress(ns *v1alpha1.NameServer) string {
 	return strings.Join(addrs, ";")
 }
 
-// NameServerConf renders namesrv.conf with RocketMQ's key names.
+// NameServerConf renders namesrv.conf with RocketMQ's key names, metrics on
+// (metrics.go).
 func NameServerConf(ns *v1alpha1.NameServer) string {
-	return fmt.Sprintf("listenPort=%d\nkvConfigPath=%s/kvConfig.json\n",
-		ns.Spec.Ports.ListenPort, nameServerKVDir)
+	kv := metricsConf()
+	return fmt.Sprintf("listenPort=%d\nkvConfigPath=%s/kvConfig.json\n", ns.Spec.Ports.ListenPort, nameServerKVDir) +
+		fmt.Sprintf("metricsExporterType=%s\nmetricsPromExporterHost=%s\nmetricsPromExporterPort=%s\n",
+			kv["metricsExporterType"], kv["metricsPromExporterHost"], kv["metricsPromExporterPort"])
 }
 
 func (b *NameServerBuilder) labels() map[string]string {

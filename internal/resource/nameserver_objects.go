@@ -38,7 +38,8 @@ func (b *nameServerHeadlessService) Update(obj client.Object) error {
 	// Brokers must resolve a starting name server before it is ready, or they cannot
 	// register during a cold start of the whole cluster.
 	svc.Spec.PublishNotReadyAddresses = true
-	svc.Spec.Ports = nameServerPorts(b.Instance.Spec.Ports.ListenPort)
+	svc.Spec.Ports = append(nameServerPorts(b.Instance.Spec.Ports.ListenPort), corev1.ServicePort{
+		Name: MetricsPortName, Port: DefaultMetricsPort, TargetPort: intstr.FromString(MetricsPortName), Protocol: corev1.ProtocolTCP})
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 

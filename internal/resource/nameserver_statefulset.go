@@ -60,7 +60,8 @@ func (b *nameServerStatefulSet) Update(obj client.Object) error {
 		ImagePullPolicy: pullPolicy(ns.Spec.ImagePullPolicy),
 		Command:         []string{"/namesrv", "-c", nameServerConfDir + "/" + nameServerConfFile},
 		Ports: []corev1.ContainerPort{{Name: "remoting",
-			ContainerPort: ns.Spec.Ports.ListenPort, Protocol: corev1.ProtocolTCP}},
+			ContainerPort: ns.Spec.Ports.ListenPort, Protocol: corev1.ProtocolTCP},
+			metricsContainerPort(DefaultMetricsPort)},
 		Resources: ns.Spec.Resources,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "config", MountPath: nameServerConfDir, ReadOnly: true},

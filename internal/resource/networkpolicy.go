@@ -24,6 +24,7 @@ import (
 //	  listenPort,    <- client peers, the Broker's own pods (a slave copies topics, offsets
 //	  listenPort-2      and groups from its master's listenPort), the operator's namespace
 //	  listenPort+1   <- the Broker's own pods (a slave replicates the commitlog from its master)
+//	  metrics (5557) <- every namespace (Prometheus; both policies, metrics.go)
 //
 // Client peers are spec.networkPolicy.clientPeers, or every pod of the resource's namespace
 // when that is empty. Ports are numbers, not the container ports' names, so every network
@@ -68,7 +69,7 @@ func (b *nameServerNetworkPolicy) Update(obj client.Object) error {
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
 			Ports: tcpPorts(ns.Spec.Ports.ListenPort),
 			From:  from,
-		}},
+		}, metricsIngress(DefaultMetricsPort)},
 	}
 	return controllerutil.SetControllerReference(ns, np, b.Scheme)
 }
@@ -96,6 +97,9 @@ func (b *brokerNetworkPolicy) Update(obj client.Object) error {
 			{Ports: tcpPorts(listen, listen-2), From: from},
 			{Ports: tcpPorts(listen + 1), From: []networkingv1.NetworkPolicyPeer{*own.DeepCopy()}},
 		},
+	}
+	if port, ok := BrokerMetricsPort(br); ok {
+		np.Spec.Ingress = append(np.Spec.Ingress, metricsIngress(port))
 	}
 	return controllerutil.SetControllerReference(br, np, b.Scheme)
 }

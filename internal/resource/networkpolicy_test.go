@@ -71,9 +71,10 @@ func TestNameServerNetworkPolicy(t *testing.T) {
 	if !equality.Semantic.DeepEqual(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
 		t.Errorf("policy types = %v: ingress only", np.Spec.PolicyTypes)
 	}
-	if len(np.Spec.Ingress) != 1 {
-		t.Fatalf("ingress = %+v: want one rule", np.Spec.Ingress)
+	if len(np.Spec.Ingress) != 2 {
+		t.Fatalf("ingress = %+v: want the name-server rule and the metrics rule", np.Spec.Ingress)
 	}
+	wantMetricsRule(t, np.Spec.Ingress[1])
 	rule := np.Spec.Ingress[0]
 	if got := ports(t, rule); !equality.Semantic.DeepEqual(got, []int32{9876}) {
 		t.Errorf("ports = %v", got)
@@ -137,9 +138,10 @@ func TestBrokerNetworkPolicy(t *testing.T) {
 	if !equality.Semantic.DeepEqual(np.Spec.PodSelector.MatchLabels, wantPods) {
 		t.Errorf("pod selector = %v, want every group's pods %v", np.Spec.PodSelector.MatchLabels, wantPods)
 	}
-	if len(np.Spec.Ingress) != 2 {
-		t.Fatalf("ingress = %+v: want a client rule and an HA rule", np.Spec.Ingress)
+	if len(np.Spec.Ingress) != 3 {
+		t.Fatalf("ingress = %+v: want a client rule, an HA rule and the metrics rule", np.Spec.Ingress)
 	}
+	wantMetricsRule(t, np.Spec.Ingress[2])
 	own := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: wantPods}}
 
 	clients := np.Spec.Ingress[0]
@@ -196,5 +198,17 @@ func TestNetworkPolicyUpdateIsStable(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(before, np) {
 		t.Errorf("a second Update changed the policy:\n%+v\n%+v", before, np)
+	}
+}
+
+// wantMetricsRule: the metrics port, from every namespace (Prometheus runs anywhere).
+func wantMetricsRule(t *testing.T, rule networkingv1.NetworkPolicyIngressRule) {
+	t.Helper()
+	if got := ports(t, rule); !equality.Semantic.DeepEqual(got, []int32{DefaultMetricsPort}) {
+		t.Errorf("metrics rule ports = %v", got)
+	}
+	want := []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
+	if !equality.Semantic.DeepEqual(rule.From, want) {
+		t.Errorf("metrics rule from = %+v, want every namespace", rule.From)
 	}
 }

@@ -38,7 +38,7 @@ func (c *Client) WithCredentials(creds Credentials) *Client {
 	} else {
 		cfg.BeforeSend = sign
 	}
-	return &Client{rc: remoting.NewClient(cfg), owned: true}
+	return &Client{rc: remoting.NewClient(cfg), owned: true, OnCall: c.OnCall}
 }
 
 // Close closes the remoting client when c made it (WithCredentials); a client from New

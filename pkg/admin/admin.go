@@ -34,6 +34,9 @@ func (e *Error) Error() string {
 type Client struct {
 	rc    *remoting.Client
 	owned bool
+	// OnCall, when set, is told of every call's request code and outcome: the response
+	// (nil when none came) and the transport error, if any (the operator's metrics).
+	OnCall func(code int16, resp *remoting.Command, err error)
 }
 
 // New returns a client that sends through rc.
@@ -47,6 +50,9 @@ func (c *Client) invoke(ctx context.Context, addr string, code int16, fields map
 		defer cancel()
 	}
 	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(code, fields, body))
+	if c.OnCall != nil {
+		c.OnCall(code, resp, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("admin: request %d to %s: %w", code, addr, err)
 	}

@@ -3,6 +3,7 @@ package remoting
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // SerializeType is how a frame's header is encoded.
@@ -96,7 +97,21 @@ type Command struct {
 	// Serialize is the header encoding: the one a decoded command arrived in, the one an
 	// encoded command is written in.
 	Serialize SerializeType
+
+	// Suspended marks a request a handler held to answer later (a long poll), as Java's
+	// RemotingCommand.suspended does; not on the wire. Metrics label by it.
+	Suspended bool
+	// received is when a server took the request from its connection, in monoNow's
+	// nanoseconds (zero unless the server has an OnReply hook).
+	received int64
 }
+
+// epoch anchors monoNow: time.Since on a time with a monotonic reading reads only the
+// monotonic clock, half the cost of time.Now (which reads the wall clock too).
+var epoch = time.Now()
+
+// monoNow is the monotonic clock in nanoseconds since the process started.
+func monoNow() int64 { return int64(time.Since(epoch)) }
 
 var nextOpaque atomic.Int32
 

@@ -59,6 +59,7 @@ type connConfig struct {
 	maxQueuedTotal int64        // the process's queued bytes this connection's sends stay within
 	log            *slog.Logger // with the remote address added
 	events         *logLimiter  // nil: every event is logged
+	counts         *eventCounts // nil: not counted (dialed connections)
 }
 
 // dialedConnConfig is the configuration of a connection this side opened: its peer is
@@ -94,6 +95,9 @@ func newConn(nc net.Conn, cfg connConfig, dispatch func(*Conn, *Command)) *Conn 
 
 // event logs ev about this connection, rate-limited per peer address when configured.
 func (c *Conn) event(ev *logEvent, args ...any) {
+	if c.cfg.counts != nil {
+		c.cfg.counts[ev.kind].Add(1)
+	}
 	c.cfg.events.event(ev, c.host, c.log, args...)
 }
 
@@ -185,6 +189,8 @@ func (c *Conn) closeOnReadError(err error) {
 	default:
 	}
 	switch {
+	case errors.Is(err, ErrFrameTooLarge):
+		c.event(evOversized, "err", err)
 	case isProtocolError(err):
 		c.event(evMalformed, "err", err)
 	case errors.Is(err, ErrFrameTimeout):

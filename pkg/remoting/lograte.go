@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,15 +15,48 @@ type logEvent struct {
 	level  slog.Level
 	msg    string // the line logged the first time
 	plural string // what the summary counts
+	kind   ConnEvent
 }
 
 var (
-	evMalformed    = &logEvent{slog.LevelWarn, "closing connection after a malformed frame", "malformed frames"}
-	evFrameTimeout = &logEvent{slog.LevelWarn, "closing connection: frame not received in time", "frame timeouts"}
-	evIdle         = &logEvent{slog.LevelInfo, "closing idle connection", "idle timeouts"}
-	evUnread       = &logEvent{slog.LevelWarn, "closing connection whose peer does not read", "closes for unread data"}
-	evRefused      = &logEvent{slog.LevelWarn, "refusing connection", "refused connections"}
+	evMalformed    = &logEvent{slog.LevelWarn, "closing connection after a malformed frame", "malformed frames", EventMalformed}
+	evOversized    = &logEvent{slog.LevelWarn, "closing connection after a malformed frame", "malformed frames", EventOversized}
+	evFrameTimeout = &logEvent{slog.LevelWarn, "closing connection: frame not received in time", "frame timeouts", EventFrameTimeout}
+	evIdle         = &logEvent{slog.LevelInfo, "closing idle connection", "idle timeouts", EventIdle}
+	evUnread       = &logEvent{slog.LevelWarn, "closing connection whose peer does not read", "closes for unread data", EventUnread}
+	evRefused      = &logEvent{slog.LevelWarn, "refusing connection", "refused connections", EventRefused}
 )
+
+// ConnEvent is a kind of connection a server closed or refused for misbehaving.
+type ConnEvent int
+
+// Connection events, as ServerStats counts them.
+const (
+	EventMalformed    ConnEvent = iota // a frame or header that does not decode
+	EventOversized                     // a frame longer than the server's maximum
+	EventFrameTimeout                  // a frame not whole in time (serverFrameReadTimeoutMillis)
+	EventIdle                          // nothing received for serverChannelMaxIdleTimeSeconds
+	EventUnread                        // a peer that does not read its replies
+	EventRefused                       // a connection over the connection limits
+	numConnEvents
+)
+
+// Name is the event's label value in metrics.
+func (e ConnEvent) Name() string {
+	return [...]string{"malformed", "oversized", "frame_timeout", "idle", "unread", "refused"}[e]
+}
+
+// ConnEvents lists every ConnEvent.
+func ConnEvents() []ConnEvent {
+	out := make([]ConnEvent, numConnEvents)
+	for i := range out {
+		out[i] = ConnEvent(i)
+	}
+	return out
+}
+
+// eventCounts counts a server's connection events.
+type eventCounts [numConnEvents]atomic.Int64
 
 const (
 	logWindow = time.Minute

@@ -53,6 +53,13 @@ func newPool(name string, workers, queue int) *Pool {
 	return p
 }
 
+// Waiting is the number of requests queued, not yet on a worker.
+func (p *Pool) Waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waiting
+}
+
 func (p *Pool) serve() {
 	defer p.wg.Done()
 	p.mu.Lock()

@@ -59,6 +59,13 @@ type ServerConfig struct {
 	// request routed by Handle; a non-nil result answers the request instead. It is the
 	// place of Java's RPCHook.doBeforeRequest (the broker's ACL check).
 	BeforeHandle func(conn *Conn, req *Command) *Command
+	// OnReply, when set, is told of every answer the server gives a request, on the
+	// goroutine that gives it: resp is the response (also for a oneway request, whose
+	// response is dropped), elapsed the time since the request was taken from its
+	// connection (its pool queue included), err the error of queueing the response on the
+	// connection (nil when it was queued, or for a oneway request). It must be quick and
+	// must not keep or change req or resp. Metrics hook here (rocketmq_rpc_latency).
+	OnReply func(req, resp *Command, elapsed time.Duration, err error)
 }
 
 // Defaults of ServerConfig. The limits are far above what clients do (one connection
@@ -89,6 +96,7 @@ type Server struct {
 	cfg      ServerConfig
 	log      *slog.Logger
 	events   *logLimiter
+	counts   eventCounts
 	ctx      context.Context
 	cancel   context.CancelFunc
 	routes   map[int16]route
@@ -263,6 +271,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		maxQueuedTotal: s.cfg.MaxQueuedBytesTotal,
 		log:            s.log,
 		events:         s.events,
+		counts:         &s.counts,
 	}, s.dispatch)
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -311,6 +320,9 @@ func (s *Server) admitLocked(host string) string {
 
 // dispatch runs on the connection's reader: it must not block.
 func (s *Server) dispatch(c *Conn, req *Command) {
+	if s.cfg.OnReply != nil {
+		req.received = monoNow()
+	}
 	r, ok := s.routes[req.Code]
 	if !ok {
 		s.reply(c, req, req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code)))
@@ -358,30 +370,39 @@ func (s *Server) ReplyLater(c *Conn, req *Command, answer func() *Command) {
 	}()
 }
 
-func (s *Server) reply(c *Conn, req, resp *Command) {
+func (s *Server) reply(c *Conn, req, resp *Command) { _ = s.Reply(c, req, resp) }
+
+// Reply answers req, a request a handler held and returned nil for (a long poll), from
+// any goroutine: as the server answers the others, OnReply included.
+func (s *Server) Reply(c *Conn, req, resp *Command) error {
 	if resp == nil {
-		return
+		return nil
 	}
+	var err error
 	if req.IsOneway() {
 		resp.Discard()
-		return
+	} else {
+		err = sendResponse(s.log, c, req, resp)
 	}
-	sendResponse(s.log, c, req, resp)
+	if s.cfg.OnReply != nil {
+		s.cfg.OnReply(req, resp, time.Duration(monoNow()-req.received), err)
+	}
+	return err
 }
 
 // sendResponse sends resp as the answer to req. A response that cannot be encoded
 // (a field too long for the binary header, say) is replaced by SYSTEM_ERROR, so that
 // the caller is not left waiting for its timeout.
-func sendResponse(log *slog.Logger, c *Conn, req, resp *Command) {
+func sendResponse(log *slog.Logger, c *Conn, req, resp *Command) error {
 	prepareResponse(req, resp)
 	err := c.Send(resp)
 	if err == nil || errors.Is(err, ErrClosed) {
-		return
+		return err
 	}
 	log.Warn("cannot encode response", "remote", c.RemoteAddr(), "code", req.Code, "err", err)
 	resp = req.NewResponse(SystemError, fmt.Sprintf("cannot encode the response to request code %d: %v", req.Code, err))
 	prepareResponse(req, resp)
-	c.Send(resp)
+	return c.Send(resp)
 }
 
 // prepareResponse makes resp answer req: same opaque, response flag set, and the
@@ -390,6 +411,29 @@ func prepareResponse(req, resp *Command) {
 	resp.Opaque = req.Opaque
 	resp.Flag |= flagResponse
 	resp.Serialize = req.Serialize
+}
+
+// ServerStats are a server's counts since it started.
+type ServerStats struct {
+	Conns  int                  // open connections
+	Events [numConnEvents]int64 // connections closed or refused, by ConnEvent
+	Pools  map[string]int       // requests waiting in each worker pool
+}
+
+// Stats returns the server's counts.
+func (s *Server) Stats() ServerStats {
+	st := ServerStats{Pools: map[string]int{}}
+	for i := range s.counts {
+		st.Events[i] = s.counts[i].Load()
+	}
+	s.mu.Lock()
+	st.Conns = len(s.conns)
+	pools := s.pools
+	s.mu.Unlock()
+	for _, p := range pools {
+		st.Pools[p.name] += p.Waiting()
+	}
+	return st
 }
 
 // Conns returns the open connections.

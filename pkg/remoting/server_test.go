@@ -180,7 +180,7 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 		log   string
 	}{
 		{"oversize frame", binary.BigEndian.AppendUint32(nil, maxFrame+1), "exceeds the maximum"},
-		{"oversize 16 MiB frame", binary.BigEndian.AppendUint32(nil, 1<<31), "exceeds the maximum"},
+		{"oversize 2 GiB frame", binary.BigEndian.AppendUint32(nil, 1<<31), "exceeds the maximum"},
 		{"frame shorter than its header length field", []byte{0, 0, 0, 2, 0, 0}, "shorter than its header length"},
 		{"header length beyond the frame", frame(200, `{"code":34}`), "header length exceeds the frame"},
 		{"garbage JSON header", frame(12, `{"code":34,"`), "undecodable header"},
@@ -202,6 +202,14 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 			}
 			if logs := srv.logs.String(); !strings.Contains(logs, "closing connection after a malformed frame") || !strings.Contains(logs, tc.log) {
 				t.Errorf("log does not report %q:\n%s", tc.log, logs)
+			}
+			// Counted (for metrics) before the connection closes, as what it is.
+			want := [numConnEvents]int64{EventMalformed: 1}
+			if strings.HasPrefix(tc.name, "oversize") {
+				want = [numConnEvents]int64{EventOversized: 1}
+			}
+			if got := srv.Stats().Events; got != want {
+				t.Errorf("connection events %v, want %v", got, want)
 			}
 
 			good.roundTrip(HeartBeat)
@@ -434,5 +442,78 @@ func TestReplyLaterFreesTheWorkerAndDelaysShutdown(t *testing.T) {
 	}
 	if err := <-shutdown; err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// OnReply sees every answer: the handler's, a refusal for an unknown code, a oneway
+// request's dropped response, and one given later through Reply, each with its request.
+func TestOnReplySeesEveryAnswer(t *testing.T) {
+	type seen struct {
+		req, resp int16
+		suspended bool
+		err       error
+	}
+	got := make(chan seen, 8)
+	var held chan func()
+	srv := startServer(t, ServerConfig{OnReply: func(req, resp *Command, elapsed time.Duration, err error) {
+		if elapsed < 0 {
+			t.Errorf("elapsed %v", elapsed)
+		}
+		got <- seen{req.Code, resp.Code, req.Suspended, err}
+	}}, func(s *Server) {
+		s.Handle(HeartBeat, echo, nil)
+		held = make(chan func(), 1)
+		s.Handle(PullMessage, HandlerFunc(func(_ context.Context, c *Conn, req *Command) *Command {
+			req.Suspended = true
+			held <- func() { s.Reply(c, req, req.NewResponse(PullNotFound, "")) }
+			return nil
+		}), nil)
+	})
+	cl := newTestClient(t)
+	ctx := testContext(t)
+	if _, err := cl.Invoke(ctx, srv.addr, NewRequest(HeartBeat, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != (seen{HeartBeat, Success, false, nil}) {
+		t.Errorf("heartbeat: %+v", g)
+	}
+	if resp, err := cl.Invoke(ctx, srv.addr, NewRequest(999, nil, nil)); err != nil || resp.Code != RequestCodeNotSupported {
+		t.Fatalf("unknown code: %v, %v", resp, err)
+	}
+	if g := <-got; g != (seen{999, RequestCodeNotSupported, false, nil}) {
+		t.Errorf("unknown code: %+v", g)
+	}
+	ow := NewRequest(HeartBeat, nil, nil)
+	ow.MarkOneway()
+	if err := cl.InvokeOneway(ctx, srv.addr, ow); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != (seen{HeartBeat, Success, false, nil}) {
+		t.Errorf("oneway: %+v", g)
+	}
+	done := make(chan *Command, 1)
+	go func() {
+		resp, _ := cl.Invoke(ctx, srv.addr, NewRequest(PullMessage, nil, nil))
+		done <- resp
+	}()
+	(<-held)()
+	if resp := <-done; resp == nil || resp.Code != PullNotFound {
+		t.Fatalf("held request answered %v", resp)
+	}
+	if g := <-got; g != (seen{PullMessage, PullNotFound, true, nil}) {
+		t.Errorf("held: %+v", g)
+	}
+}
+
+func TestCodeNames(t *testing.T) {
+	for code, want := range map[int16]string{SendMessageV2: "send_message_v2", HeartBeat: "heart_beat", 9999: "9999"} {
+		if got := RequestCodeName(code); got != want {
+			t.Errorf("RequestCodeName(%d) = %q, want %q", code, got, want)
+		}
+	}
+	for code, want := range map[int16]string{Success: "success", SystemBusy: "system_busy", FlushDiskTimeout: "flush_disk_timeout", 777: "777"} {
+		if got := ResponseCodeName(code); got != want {
+			t.Errorf("ResponseCodeName(%d) = %q, want %q", code, got, want)
+		}
 	}
 }
