@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,6 +40,7 @@ type BrokerReconciler struct {
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=topics,verbs=get;list;watch
 
 // step is one item of the reconcile checklist; a non-zero duration asks for a requeue.
 type brokerStep func(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error)
@@ -48,12 +50,14 @@ type brokerState struct {
 	namesrvAddr string
 	pods        map[string]*corev1.Pod
 	access      adminAccess
+	// topicsPending says which groups lack topics the others hold; "" when none.
+	topicsPending string
 }
 
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
 // unprotected), resolve name servers, apply children, remove groups that were scaled in,
 // pick the admin for the brokers (signing under spec.acl), push a changed name-server list,
-// then write the status.
+// then write the status, Ready waiting for the groups to hold the topics.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
@@ -79,6 +83,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"ObservePodsFailed", r.observePods},
 		{"AdminAccessFailed", r.resolveAdmin},
 		{"NameServerPushFailed", r.pushNameServers},
+		{"TopicsUnobserved", r.observeTopics},
 		{"StatusFailed", r.observeWorkloads},
 	}
 	for _, s := range steps {
@@ -130,9 +135,9 @@ func (r *BrokerReconciler) admins() *BrokerAdmins {
 }
 
 // SetupWithManager watches Brokers, their children, their pods (for member readiness), the
-// NameServers they reference (a replica change alters the address list) and the Secrets
+// NameServers they reference (a replica change alters the address list), the Secrets
 // spec.acl names (metadata only: a credentials change updates AdminAccess; the ACL file
-// itself reaches the pods through the kubelet).
+// itself reaches the pods through the kubelet), and the Topics (a group's topics, for Ready).
 func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Admins == nil {
 		r.Admins = NewBrokerAdmins(r.Admin, mgr.GetClient(), mgr.GetAPIReader())
@@ -150,6 +155,7 @@ func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return requestsOf(brokersOfSecret(ctx, r.Client, o, false))
 			})).
+		Watches(&v1alpha1.Topic{}, handler.EnqueueRequestsFromMapFunc(brokerOfTopic), builder.WithPredicates(topicGroupsChanged)).
 		Named("broker").
 		Complete(r)
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/openrmq/rocketmq-operator/internal/resource"
 )
 
-// SetupAll registers the three controllers with mgr, all sharing one admin client, and one
-// set of signing clients made from it for Brokers with ACL credentials (admin must be a
-// CredentialedAdmin, as RemotingAdmin is, for those). operatorNamespace is where the
-// operator runs: the NetworkPolicies admit admin traffic from it ("" admits none).
+// SetupAll registers the controllers with mgr (NameServer, Broker, ConsumerGroup, Topic),
+// all sharing one admin client, and one set of signing clients made from it for Brokers
+// with ACL credentials (admin must be a CredentialedAdmin, as RemotingAdmin is, for those).
+// operatorNamespace is where the operator runs: the NetworkPolicies admit admin traffic
+// from it ("" admits none).
 func SetupAll(mgr ctrl.Manager, admin BrokerAdmin, operatorNamespace string) error {
 	c, s := mgr.GetClient(), mgr.GetScheme()
 	rec := mgr.GetEventRecorder("rocketmq-operator")
@@ -28,8 +29,12 @@ func SetupAll(mgr ctrl.Manager, admin BrokerAdmin, operatorNamespace string) err
 		OperatorNamespace: operatorNamespace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&ConsumerGroupReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
-		Recorder: rec, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+	if err := (&ConsumerGroupReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
+		Recorder: rec, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&TopicReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
+		Recorder: rec}).SetupWithManager(mgr)
 }
 
 // CacheByObject limits the manager's cache of child kinds to the operator's own objects, so

@@ -69,10 +69,11 @@ type TopicSpec struct {
 	// +optional
 	Perm *int32 `json:"perm,omitempty"`
 
-	// Order makes it an ordered topic, as mqadmin updateTopic -o true does: the topic
-	// config says order, and every name server keeps the groups' queues in its KV space
-	// (ORDER_TOPIC_CONFIG, "broker-a:8;broker-b:8"), which it adds to the route as
-	// orderTopicConf when its orderMessageEnable is on.
+	// Order makes it an ordered topic, as mqadmin updateTopic -o true does: every name
+	// server keeps the groups' queues in its KV space (ORDER_TOPIC_CONFIG,
+	// "broker-a:8;broker-b:8"), adds them to the route as orderTopicConf when its
+	// orderMessageEnable is on, and hands them to the brokers when they register (which is
+	// where a Java broker's topic config takes its order flag from).
 	// +optional
 	Order bool `json:"order,omitempty"`
 
