@@ -199,7 +199,7 @@ func (r *TopicReconciler) patchStatus(ctx context.Context, t, orig *v1alpha1.Top
 	if equality.Semantic.DeepEqual(t.Status, orig.Status) {
 		return nil
 	}
-	err := r.Status().Patch(ctx, t, client.MergeFrom(orig))
+	err := r.Status().Patch(ctx, t.DeepCopy(), client.MergeFrom(orig)) // a copy: see ConsumerGroupReconciler.patchStatus
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

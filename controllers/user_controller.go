@@ -186,7 +186,7 @@ func (r *UserReconciler) patchStatus(ctx context.Context, u, orig *v1alpha1.User
 	if equality.Semantic.DeepEqual(u.Status, orig.Status) {
 		return nil
 	}
-	err := r.Status().Patch(ctx, u, client.MergeFrom(orig))
+	err := r.Status().Patch(ctx, u.DeepCopy(), client.MergeFrom(orig)) // a copy: see ConsumerGroupReconciler.patchStatus
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
