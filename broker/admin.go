@@ -90,7 +90,7 @@ func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req
 	}
 	tc := protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
 		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
-	if err := b.topics.Put(tc); err != nil {
+	if err := b.topics.Update(tc); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	b.log.Info("topic created or updated", "topic", h.Topic, "read", h.ReadQueueNums, "write", h.WriteQueueNums, "perm", h.Perm, "by", conn.RemoteAddr())

@@ -132,8 +132,8 @@ func TestChartCarriesCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(chrt.CRDObjects()); n != 3 {
-		t.Errorf("chart has %d CRDs, want 3", n)
+	if n := len(chrt.CRDObjects()); n != 5 {
+		t.Errorf("chart has %d CRDs, want 5", n)
 	}
 }
 

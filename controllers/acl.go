@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	"github.com/openrmq/rocketmq-operator/internal/resource"
 	"github.com/openrmq/rocketmq-operator/pkg/acl"
 )
 
@@ -98,7 +99,7 @@ func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAcces
 		a.Forget(key)
 		return adminAccess{Admin: a.base}, nil
 	}
-	name := br.Spec.ACL.OperatorCredentialsSecretName
+	name := resource.OperatorCredentialsSecretName(br)
 	if name == "" {
 		a.Forget(key)
 		return adminAccess{Admin: a.base, Reason: ReasonCredentialsNotSet, Message: "spec.acl.operatorCredentialsSecretName " +
@@ -111,9 +112,13 @@ func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAcces
 			"the operator's admin client (%T) cannot sign requests", a.base)}, nil
 	}
 	secret := client.ObjectKey{Namespace: br.Namespace, Name: name}
+	src := "spec.acl.operatorCredentialsSecretName"
+	if br.Spec.ACL.OperatorCredentialsSecretName == "" {
+		src = "the operator's own account, which it makes"
+	}
 	notFound := adminAccess{Reason: ReasonCredentialsSecretNotFound, Message: fmt.Sprintf(
-		"Secret %q (spec.acl.operatorCredentialsSecretName) not found: the operator makes no admin calls "+
-			"to this Broker until it exists", name)}
+		"Secret %q (%s) not found: the operator makes no admin calls "+
+			"to this Broker until it exists", name, src)}
 
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -143,8 +148,8 @@ func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAcces
 	if creds.AccessKey == "" || creds.SecretKey == "" {
 		a.forgetLocked(key)
 		return adminAccess{Reason: ReasonCredentialsInvalid, Message: fmt.Sprintf(
-			"Secret %q (spec.acl.operatorCredentialsSecretName) needs non-empty keys %s and %s: the operator "+
-				"makes no admin calls to this Broker until it has them", name, v1alpha1.ACLAccessKeyKey, v1alpha1.ACLSecretKeyKey)}, nil
+			"Secret %q (%s) needs non-empty keys %s and %s: the operator "+
+				"makes no admin calls to this Broker until it has them", name, src, v1alpha1.ACLAccessKeyKey, v1alpha1.ACLSecretKeyKey)}, nil
 	}
 	if cur != nil && cur.secret == secret && cur.creds == creds {
 		// Same account (say, only labels changed): keep the admin and its connections.
@@ -195,8 +200,9 @@ func setAdminAccess(conds *[]metav1.Condition, gen int64, acc adminAccess) bool 
 	return meta.SetStatusCondition(conds, c)
 }
 
-// brokersOfSecret maps a Secret to the Brokers of its namespace that name it in spec.acl:
-// as the operator's credentials, and unless credsOnly also as the ACL file.
+// brokersOfSecret maps a Secret to the Brokers of its namespace that use it: as the
+// operator's credentials (spec.acl's or the generated ones), and unless credsOnly also as
+// the ACL file (spec.acl's or the one rendered from Users).
 func brokersOfSecret(ctx context.Context, c client.Reader, secret client.Object, credsOnly bool) []v1alpha1.Broker {
 	var list v1alpha1.BrokerList
 	if err := c.List(ctx, &list, client.InNamespace(secret.GetNamespace())); err != nil {
@@ -204,8 +210,7 @@ func brokersOfSecret(ctx context.Context, c client.Reader, secret client.Object,
 	}
 	var out []v1alpha1.Broker
 	for _, b := range list.Items {
-		if acl := b.Spec.ACL; acl != nil && (acl.OperatorCredentialsSecretName == secret.GetName() ||
-			(!credsOnly && acl.SecretName == secret.GetName())) {
+		if n := secret.GetName(); resource.OperatorCredentialsSecretName(&b) == n || (!credsOnly && resource.ACLSecretName(&b) == n) {
 			out = append(out, b)
 		}
 	}

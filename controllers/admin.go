@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	"github.com/openrmq/rocketmq-operator/pkg/acl"
 )
 
 // The admin edge. The controllers only talk to brokers through these interfaces; the
@@ -46,6 +47,64 @@ type BrokerAdmin interface {
 	// ConsumeStats sends GET_CONSUME_STATS (208); topic "" returns every topic the group has
 	// offsets for on that broker.
 	ConsumeStats(ctx context.Context, addr, group, topic string) ([]QueueOffset, error)
+
+	// CreateOrUpdateTopic sends UPDATE_AND_CREATE_TOPIC (17). The broker registers the new
+	// version of its topic table with its name servers, also when nothing changed.
+	CreateOrUpdateTopic(ctx context.Context, addr string, t TopicConfig) error
+
+	// DeleteTopic sends DELETE_TOPIC_IN_BROKER (215); a topic the broker does not have is
+	// not an error.
+	DeleteTopic(ctx context.Context, addr, topic string) error
+
+	// TopicConfigs sends GET_ALL_TOPIC_CONFIG (21): the broker's topic table by name.
+	TopicConfigs(ctx context.Context, addr string) (map[string]TopicConfig, error)
+
+	// TopicStats sends GET_TOPIC_STATS_INFO (202): each write queue's max offset as
+	// BrokerOffset. A topic the broker does not have is an error.
+	TopicStats(ctx context.Context, addr, topic string) ([]QueueOffset, error)
+
+	// TopicRoute sends GET_ROUTEINFO_BY_TOPIC (105) to a name server: each broker group's
+	// share of the route by brokerName, empty when the name server routes none.
+	TopicRoute(ctx context.Context, namesrvAddr, topic string) (map[string]v1alpha1.TopicQueues, error)
+
+	// DeleteTopicRoute sends DELETE_TOPIC_IN_NAMESRV (216) to a name server, for the
+	// brokers of cluster (a 4.x Java name server drops the whole route).
+	DeleteTopicRoute(ctx context.Context, namesrvAddr, topic, cluster string) error
+
+	// KV reads a key of a name server's KV store (GET_KV_CONFIG 101); found is false when
+	// it has none.
+	KV(ctx context.Context, namesrvAddr, namespace, key string) (value string, found bool, err error)
+
+	// PutKV sends PUT_KV_CONFIG (100) to a name server.
+	PutKV(ctx context.Context, namesrvAddr, namespace, key, value string) error
+
+	// DeleteKV sends DELETE_KV_CONFIG (102) to a name server.
+	DeleteKV(ctx context.Context, namesrvAddr, namespace, key string) error
+}
+
+// AccountProber tells whether a broker accepts a request signed as an account: its
+// loaded plain_acl.yml has the account with that secret key. The error of a refusal
+// carries the broker's remark.
+type AccountProber interface {
+	ProbeAccount(ctx context.Context, addr string, creds acl.Credentials) error
+}
+
+// NamespaceOrderTopicConfig is the name servers' KV namespace of ordered topics' queues.
+const NamespaceOrderTopicConfig = "ORDER_TOPIC_CONFIG"
+
+// TopicConfig is a topic's config on one broker (RocketMQ's TopicConfig; the filter type
+// is always SINGLE_TAG and the system flag 0, as mqadmin updateTopic sends them).
+type TopicConfig struct {
+	Name           string
+	ReadQueueNums  int32
+	WriteQueueNums int32
+	Perm           int32
+	Order          bool
+}
+
+// MemberResolver finds every broker pod of a Broker, masters and slaves, by address.
+type MemberResolver interface {
+	Members(ctx context.Context, broker *v1alpha1.Broker) ([]string, error)
 }
 
 // BrokerResolver finds the masters of a Broker's cluster: brokerName -> master address.
@@ -97,6 +156,23 @@ func (StatusResolver) Masters(_ context.Context, b *v1alpha1.Broker) (map[string
 	for _, g := range b.Status.Groups {
 		if g.Master != nil {
 			out[g.BrokerName] = g.Master.Address
+		}
+	}
+	return out, nil
+}
+
+// Members implements MemberResolver: every member's stable DNS address in
+// Broker.status.groups, masters first.
+func (StatusResolver) Members(_ context.Context, b *v1alpha1.Broker) ([]string, error) {
+	var out []string
+	for _, g := range b.Status.Groups {
+		if g.Master != nil {
+			out = append(out, g.Master.Address)
+		}
+	}
+	for _, g := range b.Status.Groups {
+		for _, s := range g.Slaves {
+			out = append(out, s.Address)
 		}
 	}
 	return out, nil

@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"io"
 
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/pkg/acl"
 	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
@@ -14,7 +16,10 @@ import (
 // production admin (cmd/manager) and the one the loopback-broker specs use.
 type RemotingAdmin struct{ C *rmqadmin.Client }
 
-var _ CredentialedAdmin = RemotingAdmin{}
+var (
+	_ CredentialedAdmin = RemotingAdmin{}
+	_ AccountProber     = RemotingAdmin{}
+)
 
 // WithCredentials returns a RemotingAdmin whose requests are signed with creds, over
 // connections of its own (pkg/admin's Client.WithCredentials); the closer releases them.
@@ -77,4 +82,93 @@ func (a RemotingAdmin) ConsumeStats(ctx context.Context, addr, group, topic stri
 			QueueID: mq.QueueID, BrokerOffset: o.BrokerOffset, ConsumerOffset: o.ConsumerOffset})
 	}
 	return out, nil
+}
+
+// CreateOrUpdateTopic implements BrokerAdmin.
+func (a RemotingAdmin) CreateOrUpdateTopic(ctx context.Context, addr string, t TopicConfig) error {
+	return a.C.CreateOrUpdateTopic(ctx, addr, protocol.TopicConfig{TopicName: t.Name,
+		ReadQueueNums: int(t.ReadQueueNums), WriteQueueNums: int(t.WriteQueueNums), Perm: int(t.Perm),
+		TopicFilterType: protocol.TopicFilterTypeSingleTag, Order: t.Order})
+}
+
+// DeleteTopic implements BrokerAdmin.
+func (a RemotingAdmin) DeleteTopic(ctx context.Context, addr, topic string) error {
+	return a.C.DeleteTopicInBroker(ctx, addr, topic)
+}
+
+// TopicConfigs implements BrokerAdmin.
+func (a RemotingAdmin) TopicConfigs(ctx context.Context, addr string) (map[string]TopicConfig, error) {
+	w, err := a.C.TopicConfigs(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]TopicConfig, len(w.TopicConfigTable))
+	for name, tc := range w.TopicConfigTable {
+		if tc != nil {
+			out[name] = TopicConfig{Name: name, ReadQueueNums: int32(tc.ReadQueueNums),
+				WriteQueueNums: int32(tc.WriteQueueNums), Perm: int32(tc.Perm), Order: tc.Order}
+		}
+	}
+	return out, nil
+}
+
+// TopicStats implements BrokerAdmin.
+func (a RemotingAdmin) TopicStats(ctx context.Context, addr, topic string) ([]QueueOffset, error) {
+	table, err := a.C.TopicStats(ctx, addr, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueOffset, 0, len(table))
+	for mq, o := range table {
+		out = append(out, QueueOffset{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: mq.QueueID, BrokerOffset: o.MaxOffset})
+	}
+	return out, nil
+}
+
+// TopicRoute implements BrokerAdmin; the name server's "no route" is an empty answer.
+func (a RemotingAdmin) TopicRoute(ctx context.Context, namesrvAddr, topic string) (map[string]v1alpha1.TopicQueues, error) {
+	rd, err := a.C.TopicRoute(ctx, namesrvAddr, topic)
+	if errors.Is(err, rmqadmin.ErrNoRoute) {
+		return map[string]v1alpha1.TopicQueues{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]v1alpha1.TopicQueues, len(rd.QueueDatas))
+	for _, q := range rd.QueueDatas {
+		if q != nil {
+			out[q.BrokerName] = v1alpha1.TopicQueues{ReadQueueNums: int32(q.ReadQueueNums),
+				WriteQueueNums: int32(q.WriteQueueNums), Perm: int32(q.Perm)}
+		}
+	}
+	return out, nil
+}
+
+// DeleteTopicRoute implements BrokerAdmin.
+func (a RemotingAdmin) DeleteTopicRoute(ctx context.Context, namesrvAddr, topic, cluster string) error {
+	return a.C.DeleteTopicInNameServer(ctx, namesrvAddr, topic, cluster)
+}
+
+// KV implements BrokerAdmin.
+func (a RemotingAdmin) KV(ctx context.Context, namesrvAddr, namespace, key string) (string, bool, error) {
+	return a.C.KVConfig(ctx, namesrvAddr, namespace, key)
+}
+
+// PutKV implements BrokerAdmin.
+func (a RemotingAdmin) PutKV(ctx context.Context, namesrvAddr, namespace, key, value string) error {
+	return a.C.PutKVConfig(ctx, namesrvAddr, namespace, key, value)
+}
+
+// DeleteKV implements BrokerAdmin.
+func (a RemotingAdmin) DeleteKV(ctx context.Context, namesrvAddr, namespace, key string) error {
+	return a.C.DeleteKVConfig(ctx, namesrvAddr, namespace, key)
+}
+
+// ProbeAccount implements AccountProber with GET_BROKER_RUNTIME_INFO signed as creds,
+// over a connection of its own that it closes.
+func (a RemotingAdmin) ProbeAccount(ctx context.Context, addr string, creds acl.Credentials) error {
+	c := a.C.WithCredentials(creds)
+	defer c.Close()
+	_, err := c.RuntimeInfo(ctx, addr)
+	return err
 }

@@ -144,9 +144,12 @@ var _ = Describe("Broker with spec.acl", func() {
 			b.Spec.ACL = &v1alpha1.BrokerACL{SecretName: "rmq-acl"}
 			b.Spec.Config["aclPlainFile"] = "/tmp/acl.yml"
 		}, "config must not set aclEnable or aclPlainFile: turn ACL on with spec.acl"),
-		Entry("spec.acl without secretName", func(b *v1alpha1.Broker) {
-			b.Spec.ACL = &v1alpha1.BrokerACL{OperatorCredentialsSecretName: "op"}
-		}, "spec.acl.secretName: Required value"),
+		Entry("globalWhiteRemoteAddresses with secretName", func(b *v1alpha1.Broker) {
+			b.Spec.ACL = &v1alpha1.BrokerACL{SecretName: "rmq-acl", GlobalWhiteRemoteAddresses: []string{"10.0.0.*"}}
+		}, "globalWhiteRemoteAddresses is for the file the operator renders from User resources"),
+		Entry("a global white address that is none", func(b *v1alpha1.Broker) {
+			b.Spec.ACL = &v1alpha1.BrokerACL{GlobalWhiteRemoteAddresses: []string{"10.0.0.0/8"}}
+		}, "spec.acl.globalWhiteRemoteAddresses[0]"),
 		Entry("a secretName that is no Secret name", func(b *v1alpha1.Broker) {
 			b.Spec.ACL = &v1alpha1.BrokerACL{SecretName: "Rmq_ACL"}
 		}, "acl.secretName must be the name of a Secret"),

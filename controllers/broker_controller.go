@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
@@ -32,6 +34,9 @@ type BrokerReconciler struct {
 	Admins *BrokerAdmins
 	// OperatorNamespace is the namespace the NetworkPolicies admit admin traffic from.
 	OperatorNamespace string
+	// APIReader reads Secrets' content around the cache, which holds only their metadata;
+	// SetupWithManager sets the manager's when nil.
+	APIReader client.Reader
 }
 
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers,verbs=get;list;watch;update;patch
@@ -39,6 +44,8 @@ type BrokerReconciler struct {
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=topics;users,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch
 
 // step is one item of the reconcile checklist; a non-zero duration asks for a requeue.
 type brokerStep func(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error)
@@ -48,12 +55,15 @@ type brokerState struct {
 	namesrvAddr string
 	pods        map[string]*corev1.Pod
 	access      adminAccess
+	// topicsPending says which groups lack topics the others hold; "" when none.
+	topicsPending string
 }
 
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
-// unprotected), resolve name servers, apply children, remove groups that were scaled in,
-// pick the admin for the brokers (signing under spec.acl), push a changed name-server list,
-// then write the status.
+// unprotected), resolve name servers, render plain_acl.yml from the Users (spec.acl without
+// secretName; before the pods that mount it), apply children, remove groups that were
+// scaled in, pick the admin for the brokers (signing under spec.acl), push a changed
+// name-server list, then write the status, Ready waiting for the groups to hold the topics.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
@@ -74,11 +84,13 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}{
 		{"NetworkPolicyFailed", r.applyNetworkPolicy},
 		{"NameServerUnresolved", r.resolveNameServers},
+		{"ACLFileFailed", r.renderUsersACL},
 		{"ApplyFailed", r.applyChildren},
 		{"ScaleInFailed", r.removeScaledInGroups},
 		{"ObservePodsFailed", r.observePods},
 		{"AdminAccessFailed", r.resolveAdmin},
 		{"NameServerPushFailed", r.pushNameServers},
+		{"TopicsUnobserved", r.observeTopics},
 		{"StatusFailed", r.observeWorkloads},
 	}
 	for _, s := range steps {
@@ -130,12 +142,16 @@ func (r *BrokerReconciler) admins() *BrokerAdmins {
 }
 
 // SetupWithManager watches Brokers, their children, their pods (for member readiness), the
-// NameServers they reference (a replica change alters the address list) and the Secrets
-// spec.acl names (metadata only: a credentials change updates AdminAccess; the ACL file
-// itself reaches the pods through the kubelet).
+// NameServers they reference (a replica change alters the address list), the Secrets
+// spec.acl names or the operator renders (metadata only: a credentials change updates
+// AdminAccess; the ACL file itself reaches the pods through the kubelet), the Users and
+// their Secrets (the rendered file), and the Topics (a group's topics, for Ready).
 func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Admins == nil {
 		r.Admins = NewBrokerAdmins(r.Admin, mgr.GetClient(), mgr.GetAPIReader())
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Broker{}).
@@ -148,8 +164,11 @@ func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.NameServer{}, handler.EnqueueRequestsFromMapFunc(r.brokersOfNameServer)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request {
-				return requestsOf(brokersOfSecret(ctx, r.Client, o, false))
+				return append(requestsOf(brokersOfSecret(ctx, r.Client, o, false)), brokersOfUserSecret(ctx, r.Client, o)...)
 			})).
+		Watches(&v1alpha1.User{}, handler.EnqueueRequestsFromMapFunc(brokersOfUser),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.Topic{}, handler.EnqueueRequestsFromMapFunc(brokerOfTopic), builder.WithPredicates(topicGroupsChanged)).
 		Named("broker").
 		Complete(r)
 }

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
@@ -63,7 +64,9 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 	br.Status.Replicas = want
 	br.Status.ReadyReplicas = ready
 	br.Status.ReadySummary = fmt.Sprintf("%d/%d", ready, want)
+	before := meta.FindStatusCondition(br.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
 	workloadConditions(&br.Status.Conditions, br.Generation, sets, ready, want)
+	holdForTopics(&br.Status.Conditions, br.Generation, before, st.topicsPending)
 	return 0, nil
 }
 

@@ -152,11 +152,14 @@ func (r *ConsumerGroupReconciler) lagRefresh() time.Duration {
 }
 
 // patchStatus writes the status if it changed; a resource deleted meanwhile is not an error.
+// It patches a copy: the answer is the stored object, whose spec may be newer than the one
+// this reconcile applies, and taking it over would let the last step record that newer
+// generation as observed without its steps having run.
 func (r *ConsumerGroupReconciler) patchStatus(ctx context.Context, cg, orig *v1alpha1.ConsumerGroup) error {
 	if equality.Semantic.DeepEqual(cg.Status, orig.Status) {
 		return nil
 	}
-	err := r.Status().Patch(ctx, cg, client.MergeFrom(orig))
+	err := r.Status().Patch(ctx, cg.DeepCopy(), client.MergeFrom(orig))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

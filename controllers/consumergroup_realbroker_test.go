@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -41,6 +43,8 @@ type loopbackEdge struct {
 var (
 	_ CredentialedAdmin = (*loopbackEdge)(nil)
 	_ BrokerResolver    = (*loopbackEdge)(nil)
+	_ MemberResolver    = (*loopbackEdge)(nil)
+	_ AccountProber     = (*loopbackEdge)(nil)
 )
 
 func newLoopbackEdge(fake BrokerAdmin) *loopbackEdge {
@@ -86,6 +90,27 @@ func (e *loopbackEdge) Masters(ctx context.Context, b *v1alpha1.Broker) (map[str
 		r = StatusResolver{}
 	}
 	return r.Masters(ctx, b)
+}
+
+// Members resolves a routed Broker resource to its resolver's masters (the loopback
+// clusters have no slaves), and any other through the StatusResolver.
+func (e *loopbackEdge) Members(ctx context.Context, b *v1alpha1.Broker) ([]string, error) {
+	e.mu.Lock()
+	r, ok := e.resolvers[client.ObjectKeyFromObject(b)]
+	e.mu.Unlock()
+	if !ok {
+		return StatusResolver{}.Members(ctx, b)
+	}
+	m, err := r.Masters(ctx, b)
+	return slices.Sorted(maps.Values(m)), err
+}
+
+// ProbeAccount goes to the admin routed for addr when it can probe, else to the fake.
+func (e *loopbackEdge) ProbeAccount(ctx context.Context, addr string, creds acl.Credentials) error {
+	if p, ok := e.pick(addr).(AccountProber); ok {
+		return p.ProbeAccount(ctx, addr, creds)
+	}
+	return e.fake.(AccountProber).ProbeAccount(ctx, addr, creds)
 }
 
 // WithCredentials signs as the admins it routes to do: a call to a routed address goes
@@ -160,9 +185,48 @@ func (r routedAdmin) ConsumeStats(ctx context.Context, addr, group, topic string
 	return r(addr).ConsumeStats(ctx, addr, group, topic)
 }
 
+func (r routedAdmin) CreateOrUpdateTopic(ctx context.Context, addr string, t TopicConfig) error {
+	return r(addr).CreateOrUpdateTopic(ctx, addr, t)
+}
+
+func (r routedAdmin) DeleteTopic(ctx context.Context, addr, topic string) error {
+	return r(addr).DeleteTopic(ctx, addr, topic)
+}
+
+func (r routedAdmin) TopicConfigs(ctx context.Context, addr string) (map[string]TopicConfig, error) {
+	return r(addr).TopicConfigs(ctx, addr)
+}
+
+func (r routedAdmin) TopicStats(ctx context.Context, addr, topic string) ([]QueueOffset, error) {
+	return r(addr).TopicStats(ctx, addr, topic)
+}
+
+// The name-server calls are routed by the name server's address, as broker calls are.
+
+func (r routedAdmin) TopicRoute(ctx context.Context, ns, topic string) (map[string]v1alpha1.TopicQueues, error) {
+	return r(ns).TopicRoute(ctx, ns, topic)
+}
+
+func (r routedAdmin) DeleteTopicRoute(ctx context.Context, ns, topic, cluster string) error {
+	return r(ns).DeleteTopicRoute(ctx, ns, topic, cluster)
+}
+
+func (r routedAdmin) KV(ctx context.Context, ns, namespace, key string) (string, bool, error) {
+	return r(ns).KV(ctx, ns, namespace, key)
+}
+
+func (r routedAdmin) PutKV(ctx context.Context, ns, namespace, key, value string) error {
+	return r(ns).PutKV(ctx, ns, namespace, key, value)
+}
+
+func (r routedAdmin) DeleteKV(ctx context.Context, ns, namespace, key string) error {
+	return r(ns).DeleteKV(ctx, ns, namespace, key)
+}
+
 // loopbackCluster is a name server and one master broker of our own, in-process on
 // loopback, with a remoting client and pkg/admin over it.
 type loopbackCluster struct {
+	c                   *testcluster.Cluster
 	cluster, brokerName string
 	nsAddr, brokerAddr  string
 	rc                  *remoting.Client
@@ -178,7 +242,7 @@ func startLoopbackCluster(edits ...func(*brokerconfig.Config)) *loopbackCluster 
 			edit(bc)
 		}
 	})
-	lc := &loopbackCluster{cluster: c.ClusterName, brokerName: c.BrokerName, nsAddr: c.NamesrvAddr, brokerAddr: c.BrokerAddr}
+	lc := &loopbackCluster{c: c, cluster: c.ClusterName, brokerName: c.BrokerName, nsAddr: c.NamesrvAddr, brokerAddr: c.BrokerAddr}
 	lc.rc = remoting.NewClient(remoting.ClientConfig{})
 	DeferCleanup(lc.rc.Close)
 	lc.admin = rmqadmin.New(lc.rc)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/pkg/acl"
 )
 
@@ -18,6 +20,12 @@ type fakeAdmin struct {
 	stats map[string][]QueueOffset
 	// fail makes calls to the named method fail.
 	fail map[string]error
+
+	// topics: addr -> the broker's topic table; kv: name server, namespace and key -> value.
+	topics map[string]map[string]TopicConfig
+	kv     map[string]string
+	// accounts the fake brokers accept (ProbeAccount): accessKey -> secretKey.
+	accounts map[string]string
 
 	// A signing copy (WithCredentials) records into parent, with the access key in As.
 	parent *fakeAdmin
@@ -55,7 +63,8 @@ func (f *fakeAdmin) root() *fakeAdmin {
 }
 
 func newFakeAdmin() *fakeAdmin {
-	return &fakeAdmin{stats: map[string][]QueueOffset{}, fail: map[string]error{}}
+	return &fakeAdmin{stats: map[string][]QueueOffset{}, fail: map[string]error{},
+		topics: map[string]map[string]TopicConfig{}, kv: map[string]string{}, accounts: map[string]string{}}
 }
 
 func (f *fakeAdmin) record(method, addr, format string, args ...any) error {
@@ -138,4 +147,160 @@ func (f *fakeAdmin) ConsumeStats(_ context.Context, addr, group, topic string) (
 		}
 	}
 	return out, nil
+}
+
+// The fake's brokers keep topic tables per address; its name servers route every topic the
+// fake brokers of their namespace hold, as if every broker registered at once. The
+// group of an address is read from the pod's DNS name (rmq-broker-b-0.rmq-broker-b-headless...).
+
+var groupInAddr = regexp.MustCompile(`broker-[a-z]`)
+
+func brokerNameOf(addr string) string {
+	host, _, _ := strings.Cut(addr, ".")
+	m := groupInAddr.FindAllString(host, -1)
+	if len(m) == 0 {
+		return addr
+	}
+	return m[len(m)-1]
+}
+
+// namespaceOf is the namespace in a pod's DNS name (pod.service.namespace.svc:port), so
+// that the fake name servers of one test's namespace route only its brokers.
+func namespaceOf(addr string) string {
+	labels := strings.Split(addr, ".")
+	if len(labels) < 3 {
+		return ""
+	}
+	return labels[2]
+}
+
+func (f *fakeAdmin) CreateOrUpdateTopic(_ context.Context, addr string, t TopicConfig) error {
+	if err := f.record("CreateOrUpdateTopic", addr, "%+v", t); err != nil {
+		return err
+	}
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.topics[addr] == nil {
+		r.topics[addr] = map[string]TopicConfig{}
+	}
+	r.topics[addr][t.Name] = t
+	return nil
+}
+
+func (f *fakeAdmin) DeleteTopic(_ context.Context, addr, topic string) error {
+	if err := f.record("DeleteTopic", addr, "topic=%s", topic); err != nil {
+		return err
+	}
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.topics[addr], topic)
+	return nil
+}
+
+func (f *fakeAdmin) TopicConfigs(_ context.Context, addr string) (map[string]TopicConfig, error) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.fail["TopicConfigs"]; err != nil {
+		return nil, err
+	}
+	out := map[string]TopicConfig{}
+	for k, v := range r.topics[addr] {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (f *fakeAdmin) TopicStats(_ context.Context, addr, topic string) ([]QueueOffset, error) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.topics[addr][topic]
+	if !ok {
+		return nil, fmt.Errorf("topic[%s] not exist", topic)
+	}
+	var out []QueueOffset
+	for q := range t.WriteQueueNums {
+		out = append(out, QueueOffset{Topic: topic, BrokerName: brokerNameOf(addr), QueueID: q, BrokerOffset: 10})
+	}
+	return out, nil
+}
+
+func (f *fakeAdmin) TopicRoute(_ context.Context, namesrvAddr, topic string) (map[string]v1alpha1.TopicQueues, error) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]v1alpha1.TopicQueues{}
+	for addr, table := range r.topics {
+		if t, ok := table[topic]; ok && namespaceOf(addr) == namespaceOf(namesrvAddr) {
+			out[brokerNameOf(addr)] = v1alpha1.TopicQueues{ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums, Perm: t.Perm}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeAdmin) DeleteTopicRoute(_ context.Context, namesrvAddr, topic, cluster string) error {
+	return f.record("DeleteTopicRoute", namesrvAddr, "topic=%s cluster=%s", topic, cluster)
+}
+
+func (f *fakeAdmin) KV(_ context.Context, namesrvAddr, namespace, key string) (string, bool, error) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.kv[namesrvAddr+"/"+namespace+"/"+key]
+	return v, ok, nil
+}
+
+func (f *fakeAdmin) PutKV(_ context.Context, namesrvAddr, namespace, key, value string) error {
+	if err := f.record("PutKV", namesrvAddr, "%s/%s=%s", namespace, key, value); err != nil {
+		return err
+	}
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kv[namesrvAddr+"/"+namespace+"/"+key] = value
+	return nil
+}
+
+func (f *fakeAdmin) DeleteKV(_ context.Context, namesrvAddr, namespace, key string) error {
+	if err := f.record("DeleteKV", namesrvAddr, "%s/%s", namespace, key); err != nil {
+		return err
+	}
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.kv, namesrvAddr+"/"+namespace+"/"+key)
+	return nil
+}
+
+// hasTopic says whether the fake broker at addr holds topic.
+func (f *fakeAdmin) hasTopic(addr, topic string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.topics[addr][topic]
+	return ok
+}
+
+// ProbeAccount accepts the accounts set with accept, on every address.
+func (f *fakeAdmin) ProbeAccount(_ context.Context, addr string, creds acl.Credentials) error {
+	r := f.root()
+	_ = f.record("ProbeAccount", addr, "accessKey=%s", creds.AccessKey)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sk, ok := r.accounts[creds.AccessKey]
+	switch {
+	case !ok:
+		return fmt.Errorf("No acl config for %s", creds.AccessKey)
+	case sk != creds.SecretKey:
+		return fmt.Errorf("Check signature failed for accessKey=%s", creds.AccessKey)
+	}
+	return nil
+}
+
+func (f *fakeAdmin) accept(accessKey, secretKey string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.accounts[accessKey] = secretKey
 }

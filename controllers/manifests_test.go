@@ -36,8 +36,8 @@ func TestManifestsUpToDate(t *testing.T) {
 		}
 	}
 	crds, _ := filepath.Glob(filepath.Join(tmp, "crd", "*.yaml"))
-	if len(crds) != 3 {
-		t.Fatalf("controller-gen wrote %d CRDs, want 3", len(crds))
+	if len(crds) != 5 {
+		t.Fatalf("controller-gen wrote %d CRDs, want 5", len(crds))
 	}
 	for _, f := range crds {
 		compare(f, filepath.Join("..", "config", "crd", "bases", filepath.Base(f)))

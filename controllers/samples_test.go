@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,19 +16,35 @@ import (
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
 
+// applySamples creates every object of a sample file (documents split on ---) in ns.
+func applySamples(ns, file string) {
+	GinkgoHelper()
+	data, err := os.ReadFile(file)
+	Expect(err).NotTo(HaveOccurred())
+	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+		obj := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(doc, &obj.Object)).To(Succeed(), file)
+		if len(obj.Object) == 0 {
+			continue
+		}
+		obj.SetNamespace(ns)
+		Expect(k8s.Create(ctx, obj)).To(Succeed(), "%s: %s is refused", file, obj.GetKind())
+	}
+}
+
 var _ = Describe("config/samples", func() {
 	It("apply cleanly and reconcile", func() {
 		ns := newNamespace()
-		files, err := filepath.Glob(filepath.Join("..", "config", "samples", "rocketmq_*.yaml"))
+		dir := filepath.Join("..", "config", "samples")
+		data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(files).To(HaveLen(3))
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			Expect(err).NotTo(HaveOccurred())
-			obj := &unstructured.Unstructured{}
-			Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed(), f)
-			obj.SetNamespace(ns)
-			Expect(k8s.Create(ctx, obj)).To(Succeed(), "%s is refused", f)
+		var kust struct {
+			Resources []string `json:"resources"`
+		}
+		Expect(yaml.Unmarshal(data, &kust)).To(Succeed())
+		Expect(kust.Resources).To(ContainElements("rocketmq_v1alpha1_broker.yaml", "rocketmq_v1alpha1_topic.yaml"))
+		for _, f := range kust.Resources {
+			applySamples(ns, filepath.Join(dir, f))
 		}
 		Eventually(func(g Gomega) {
 			cg := &v1alpha1.ConsumerGroup{}
@@ -42,5 +59,20 @@ var _ = Describe("config/samples", func() {
 		for _, name := range []string{"ns-nameserver", "rmq-broker"} {
 			Expect(get(&networkingv1.NetworkPolicy{}, ns, name)()).To(Succeed(), "the samples enable spec.networkPolicy")
 		}
+		// The samples turn auto-creation off; orders exists through its Topic.
+		Expect(br.Spec.Config["autoCreateTopicEnable"]).To(Equal("false"))
+		orders := &v1alpha1.Topic{}
+		Expect(get(orders, ns, "orders")()).To(Succeed())
+		topicReady(orders)
+		Expect(orders.Status.Queues).To(Equal("8/8"))
+		Expect(groupNames(orders.Status.Groups)).To(Equal([]string{"broker-a", "broker-b"}))
+	})
+
+	It("the User example is admitted and says what it needs", func() {
+		ns := newNamespace()
+		applySamples(ns, filepath.Join("..", "config", "samples", "user.yaml"))
+		u := &v1alpha1.User{}
+		Expect(get(u, ns, "billing-app")()).To(Succeed())
+		Expect(userReason(u, v1alpha1.UserReasonBrokerNotFound)).To(ContainSubstring(`Broker "rmq" not found`))
 	})
 })

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -13,10 +15,12 @@ import (
 	"github.com/openrmq/rocketmq-operator/internal/resource"
 )
 
-// SetupAll registers the three controllers with mgr, all sharing one admin client, and one
-// set of signing clients made from it for Brokers with ACL credentials (admin must be a
-// CredentialedAdmin, as RemotingAdmin is, for those). operatorNamespace is where the
-// operator runs: the NetworkPolicies admit admin traffic from it ("" admits none).
+// SetupAll registers the controllers with mgr (NameServer, Broker, ConsumerGroup, Topic,
+// User), all sharing one admin client, and one set of signing clients made from it for
+// Brokers with ACL credentials (admin must be a CredentialedAdmin, as RemotingAdmin is, for
+// those, and an AccountProber for Users to report whether the brokers loaded them).
+// operatorNamespace is where the operator runs: the NetworkPolicies admit admin traffic
+// from it ("" admits none).
 func SetupAll(mgr ctrl.Manager, admin BrokerAdmin, operatorNamespace string) error {
 	c, s := mgr.GetClient(), mgr.GetScheme()
 	rec := mgr.GetEventRecorder("rocketmq-operator")
@@ -25,11 +29,23 @@ func SetupAll(mgr ctrl.Manager, admin BrokerAdmin, operatorNamespace string) err
 		return err
 	}
 	if err := (&BrokerReconciler{Client: c, Scheme: s, Admin: admin, Admins: admins, Recorder: rec,
-		OperatorNamespace: operatorNamespace}).SetupWithManager(mgr); err != nil {
+		OperatorNamespace: operatorNamespace, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&ConsumerGroupReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
-		Recorder: rec, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+	if err := (&ConsumerGroupReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
+		Recorder: rec, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&TopicReconciler{Client: c, Admin: admin, Admins: admins, Resolver: StatusResolver{},
+		Recorder: rec}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	prober, ok := admin.(AccountProber)
+	if !ok {
+		return fmt.Errorf("the admin client (%T) cannot probe accounts, which the User controller needs", admin)
+	}
+	return (&UserReconciler{Client: c, APIReader: mgr.GetAPIReader(), Prober: prober, Members: StatusResolver{},
+		Recorder: rec}).SetupWithManager(mgr)
 }
 
 // CacheByObject limits the manager's cache of child kinds to the operator's own objects, so

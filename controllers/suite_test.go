@@ -84,6 +84,10 @@ var _ = BeforeSuite(func() {
 	Expect((&ConsumerGroupReconciler{Client: mgr.GetClient(), Admin: edge,
 		Resolver: edge, Recorder: rec, APIReader: mgr.GetAPIReader(),
 		LagRefresh: time.Second}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&TopicReconciler{Client: mgr.GetClient(), Admin: edge, Resolver: edge, Recorder: rec,
+		Resync: 2 * time.Second, Retry: 300 * time.Millisecond}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&UserReconciler{Client: mgr.GetClient(), Prober: edge, Members: edge, Recorder: rec,
+		Resync: 2 * time.Second, Retry: 300 * time.Millisecond}).SetupWithManager(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())

@@ -99,17 +99,33 @@ type BrokerSpec struct {
 	Storage BrokerStorage `json:"storage,omitempty"`
 }
 
-// BrokerACL is where the brokers' plain_acl.yml and the operator's own account come from.
+// BrokerACL is where the brokers' plain_acl.yml and the operator's own account come from,
+// in one of two modes that exclude each other:
+//
+//   - secretName set: the file is yours. The Secret's plain_acl.yml is mounted as it is;
+//     User resources of this Broker are not applied (their Ready condition says
+//     ACLFileFromSecret). Put the operator's admin account in the file and name its
+//     credentials in operatorCredentialsSecretName.
+//   - secretName unset (acl: {} is enough): the operator renders plain_acl.yml from the
+//     Broker's User resources plus its own admin account into a Secret it owns,
+//     <name>-users-acl, and mounts that. The admin account is the one in
+//     operatorCredentialsSecretName, or, when that is unset too, one the operator makes
+//     once in a Secret <name>-operator-credentials (accessKey rocketmq-operator and a
+//     random secretKey). globalWhiteRemoteAddresses go into the file.
+//
+// Switching modes changes the mounted Secret and so rolls the broker pods.
+// +kubebuilder:validation:XValidation:rule="!has(self.secretName) || !has(self.globalWhiteRemoteAddresses)",message="globalWhiteRemoteAddresses is for the file the operator renders from User resources: with secretName, put them in your plain_acl.yml"
 type BrokerACL struct {
 	// SecretName names a Secret in the Broker's namespace that holds plain_acl.yml (RocketMQ
 	// 4.x format: accounts, white lists, permissions). It is mounted read-only into every
 	// broker pod, which must not start without it. The kubelet refreshes a mounted Secret
 	// within about a minute of an edit, and the brokers re-read the file every 5 s, so new
-	// rules apply without a restart.
+	// rules apply without a restart. Unset, the operator renders the file from the
+	// Broker's User resources.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="acl.secretName must be the name of a Secret (lower case letters, digits, '-' and '.')"
-	// +required
+	// +optional
 	SecretName string `json:"secretName,omitempty"`
 
 	// Key of the file in the Secret. The broker reads it as /etc/rocketmq/acl/<key>.
@@ -122,16 +138,32 @@ type BrokerACL struct {
 
 	// OperatorCredentialsSecretName names a Secret in the Broker's namespace with keys
 	// accessKey and secretKey: an account plain_acl.yml declares admin: true. The operator
-	// signs its calls to the brokers (subscription groups, offset resets and lag, name
-	// server updates) with it. Without it those calls go unsigned, and the brokers refuse
-	// them unless the file white-lists the operator's address; the AdminAccess condition
-	// says so. It may name the same Secret as secretName.
+	// signs its calls to the brokers (topics, subscription groups, offset resets and lag,
+	// name server updates) with it. With secretName and without it those calls go
+	// unsigned, and the brokers refuse them unless the file white-lists the operator's
+	// address; the AdminAccess condition says so. It may name the same Secret as
+	// secretName. Without secretName the operator adds this account to the file it renders
+	// (and makes one when this is unset).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="acl.operatorCredentialsSecretName must be the name of a Secret (lower case letters, digits, '-' and '.')"
 	// +optional
 	OperatorCredentialsSecretName string `json:"operatorCredentialsSecretName,omitempty"`
+
+	// GlobalWhiteRemoteAddresses go into the rendered file (without secretName only):
+	// requests from matching addresses need no account at all. Keep it empty unless
+	// something that cannot sign must reach the brokers.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^[0-9a-fA-F.:,*{}-]+$`
+	// +listType=atomic
+	// +optional
+	GlobalWhiteRemoteAddresses []string `json:"globalWhiteRemoteAddresses,omitempty"`
 }
+
+// UsersMode says whether the operator renders plain_acl.yml from User resources: spec.acl
+// is set and names no secretName.
+func (a *BrokerACL) UsersMode() bool { return a != nil && a.SecretName == "" }
 
 // Keys of the operator credentials Secret (spec.acl.operatorCredentialsSecretName).
 const (

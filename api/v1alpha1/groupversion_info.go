@@ -1,5 +1,5 @@
-// Package v1alpha1 holds the rocketmq.openrmq.io/v1alpha1 API: NameServer, Broker and
-// ConsumerGroup.
+// Package v1alpha1 holds the rocketmq.openrmq.io/v1alpha1 API: NameServer, Broker,
+// ConsumerGroup, Topic and User.
 // +kubebuilder:object:generate=true
 // +groupName=rocketmq.openrmq.io
 package v1alpha1

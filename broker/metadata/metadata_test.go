@@ -100,3 +100,26 @@ func TestAutoCreateFromTBW102(t *testing.T) {
 		t.Fatal("illegal name accepted")
 	}
 }
+
+// TestUpdateBumpsUnchanged: Put of an unchanged topic is a no-op (the slave's sync relies
+// on it), while Update, the admin's create, bumps the version and notifies every time, as
+// Java's updateTopicConfig does, so the name servers take the topic again.
+func TestUpdateBumpsUnchanged(t *testing.T) {
+	topics, _ := LoadTopics(t.TempDir(), opts())
+	changed := 0
+	topics.OnChange(func() { changed++ })
+	tc := protocol.TopicConfig{TopicName: "Orders", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}
+	if err := topics.Update(tc); err != nil {
+		t.Fatal(err)
+	}
+	v1 := topics.DataVersion()
+	if err := topics.Put(tc); err != nil || topics.DataVersion() != v1 || changed != 1 {
+		t.Fatalf("Put of an unchanged topic: err %v, version %+v -> %+v, %d notifications", err, v1, topics.DataVersion(), changed)
+	}
+	if err := topics.Update(tc); err != nil || topics.DataVersion().Counter != v1.Counter+1 || changed != 2 {
+		t.Fatalf("Update of an unchanged topic: err %v, version %+v -> %+v, %d notifications", err, v1, topics.DataVersion(), changed)
+	}
+	if err := topics.Update(protocol.TopicConfig{TopicName: "bad topic"}); err == nil {
+		t.Fatal("illegal name accepted")
+	}
+}

@@ -213,6 +213,26 @@ func (t *Topics) Put(tc protocol.TopicConfig) error {
 	return err
 }
 
+// Update creates or replaces a topic config like Put, but bumps the version, persists
+// and notifies even when the config is unchanged, as Java's updateTopicConfig does for
+// UPDATE_AND_CREATE_TOPIC: the broker then registers a new version, which makes the name
+// servers take its topics again (so re-creating a topic repairs a route deleted from a
+// name server, mqadmin's and the operator's way to restore one).
+func (t *Topics) Update(tc protocol.TopicConfig) error {
+	if err := names.Topic(tc.TopicName); err != nil {
+		return err
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = protocol.TopicFilterTypeSingleTag
+	}
+	t.mu.Lock()
+	t.table[tc.TopicName] = &tc
+	err := t.commitLocked()
+	t.mu.Unlock()
+	t.notify()
+	return err
+}
+
 // Delete removes a topic; it reports whether it existed.
 func (t *Topics) Delete(name string) (bool, error) {
 	t.mu.Lock()

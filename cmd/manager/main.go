@@ -1,5 +1,5 @@
-// Command manager runs the RocketMQ operator: the NameServer, Broker and ConsumerGroup
-// controllers under one controller-runtime manager.
+// Command manager runs the RocketMQ operator: the NameServer, Broker, ConsumerGroup, Topic
+// and User controllers under one controller-runtime manager.
 package main
 
 import (

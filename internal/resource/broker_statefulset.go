@@ -58,7 +58,7 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 		{Name: brokerStoreClaim, MountPath: brokerStoreDir},
 	}
 	if acl := br.Spec.ACL; acl != nil {
-		tpl.Spec.Volumes = append(tpl.Spec.Volumes, aclVolume(acl))
+		tpl.Spec.Volumes = append(tpl.Spec.Volumes, aclVolume(br, acl))
 		mounts = append(mounts, corev1.VolumeMount{Name: brokerACLVolume, MountPath: BrokerACLDir, ReadOnly: true})
 	}
 	probe := tcpProbe("remoting")
@@ -86,18 +86,19 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 	return controllerutil.SetControllerReference(br, sts, b.Scheme)
 }
 
-// aclVolume projects the one key of spec.acl's Secret that holds plain_acl.yml. Only the
+// aclVolume projects the one key of the ACL Secret (spec.acl's, or the one the operator
+// renders from User resources) that holds plain_acl.yml. Only the
 // Secret's name and key are in the pod template, never its content: the kubelet updates
 // the mounted file in place and the broker re-reads it, so editing the rules restarts
 // nothing. A missing Secret or key keeps the pod from starting rather than let a broker run
 // with no rules. The mode is readable by the broker's non-root user even when
 // spec.pod.securityContext drops the fsGroup; it is set, not defaulted, so the template does
 // not differ from what the API server stores.
-func aclVolume(acl *v1alpha1.BrokerACL) corev1.Volume {
+func aclVolume(br *v1alpha1.Broker, acl *v1alpha1.BrokerACL) corev1.Volume {
 	key := ACLKey(acl)
 	return corev1.Volume{Name: brokerACLVolume, VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{
-			SecretName:  acl.SecretName,
+			SecretName:  ACLSecretName(br),
 			Items:       []corev1.KeyToPath{{Key: key, Path: key}},
 			DefaultMode: ptr.To[int32](0o444),
 			Optional:    ptr.To(false),

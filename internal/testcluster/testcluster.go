@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker"
@@ -52,9 +53,45 @@ func Start(t T, edit func(*brokerconfig.Config)) *Cluster {
 	}
 	t.Cleanup(func() { stop(ns.Shutdown) })
 
+	b := startBroker(t, dir, ns.Addr(), "broker-a", edit)
+	return &Cluster{NamesrvAddr: ns.Addr(), BrokerAddr: b.Addr(), ClusterName: b.cluster, BrokerName: b.name}
+}
+
+// Broker is one more broker of a Cluster (AddBroker).
+type Broker struct {
+	Addr string
+	Name string
+	stop func()
+}
+
+// AddBroker starts another master broker, brokerName name, registering with c's name
+// server in c's cluster (edit may change both), until the test ends or Stop is called: a
+// second broker group, as when a Broker resource scales out.
+func (c *Cluster) AddBroker(t T, name string, edit func(*brokerconfig.Config)) *Broker {
+	t.Helper()
+	b := startBroker(t, t.TempDir(), c.NamesrvAddr, name, func(bc *brokerconfig.Config) {
+		bc.BrokerClusterName = c.ClusterName
+		if edit != nil {
+			edit(bc)
+		}
+	})
+	return &Broker{Addr: b.Addr(), Name: b.name, stop: b.stop}
+}
+
+// Stop shuts the broker down (it unregisters from the name server); later calls do nothing.
+func (b *Broker) Stop() { b.stop() }
+
+type started struct {
+	*broker.Broker
+	cluster, name string
+	stop          func()
+}
+
+func startBroker(t T, dir, namesrvAddr, name string, edit func(*brokerconfig.Config)) started {
+	t.Helper()
 	bc := brokerconfig.Default()
-	bc.BrokerName, bc.BrokerIP1, bc.ListenPort = "broker-a", "127.0.0.1", freePort(t)
-	bc.NamesrvAddr = ns.Addr()
+	bc.BrokerName, bc.BrokerIP1, bc.ListenPort = name, "127.0.0.1", freePort(t)
+	bc.NamesrvAddr = namesrvAddr
 	bc.StorePathRootDir = filepath.Join(dir, "broker")
 	bc.MappedFileSizeCommitLog = 8 << 20
 	bc.MappedFileSizeConsumeQueue = 1000 * 20
@@ -63,15 +100,17 @@ func Start(t T, edit func(*brokerconfig.Config)) *Cluster {
 	if edit != nil {
 		edit(bc)
 	}
-	b, err := broker.New(bc, broker.Options{NoFastChannel: true, Logger: quiet})
+	b, err := broker.New(bc, broker.Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stop(b.Shutdown) })
-	return &Cluster{NamesrvAddr: ns.Addr(), BrokerAddr: b.Addr(), ClusterName: bc.BrokerClusterName, BrokerName: bc.BrokerName}
+	var once sync.Once
+	stopOnce := func() { once.Do(func() { stop(b.Shutdown) }) }
+	t.Cleanup(stopOnce)
+	return started{Broker: b, cluster: bc.BrokerClusterName, name: bc.BrokerName, stop: stopOnce}
 }
 
 // EnableACL turns on the broker's plain ACL (aclEnable=true) with rules as its

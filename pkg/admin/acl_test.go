@@ -94,3 +94,36 @@ func TestSignedAdminOnACLBroker(t *testing.T) {
 		t.Fatalf("Close of a client from New closed the caller's remoting client: %v", err)
 	}
 }
+
+// TestRuntimeInfoProbesAnAccount: GET_BROKER_RUNTIME_INFO signed as an account needs no
+// permission, so it tells whether the broker's loaded rules hold the account with that
+// secret key: a non-admin account passes, an unknown one or a wrong key is refused with
+// the broker's remark.
+func TestRuntimeInfoProbesAnAccount(t *testing.T) {
+	c := testcluster.Start(t, func(bc *brokerconfig.Config) {
+		bc.BrokerClusterName = "probe"
+		testcluster.EnableACL(t, bc, testRules)
+	})
+	rc := remoting.NewClient(remoting.ClientConfig{})
+	t.Cleanup(func() { rc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	probe := func(creds admin.Credentials) error {
+		a := admin.New(rc).WithCredentials(creds)
+		defer a.Close()
+		_, err := a.RuntimeInfo(ctx, c.BrokerAddr)
+		return err
+	}
+	if err := probe(admin.Credentials{AccessKey: "application", SecretKey: "app-secret"}); err != nil {
+		t.Fatalf("a loaded non-admin account: %v", err)
+	}
+	for creds, remark := range map[admin.Credentials]string{
+		{AccessKey: "newcomer", SecretKey: "newcomer-secret"}: "No acl config for newcomer",
+		{AccessKey: "application", SecretKey: "old-secret"}:   "Check signature failed for accessKey=application",
+	} {
+		var ae *admin.Error
+		if err := probe(creds); !errors.As(err, &ae) || !strings.Contains(ae.Remark, remark) {
+			t.Errorf("%s: %v, want a refusal with %q", creds, err, remark)
+		}
+	}
+}

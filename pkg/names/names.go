@@ -7,7 +7,10 @@
 // legal name is always a single local path element.
 package names
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 const (
 	// Pattern is the legal characters of topics and groups, as Java prints it.
@@ -87,4 +90,56 @@ func legal(s string) bool {
 		}
 	}
 	return true
+}
+
+// SystemTopics are 4.9.7's TopicValidator.SYSTEM_TOPIC_SET: topics the brokers make and
+// use themselves. A broker also treats its cluster name, its broker name and
+// <cluster>_REPLY_TOPIC as system topics; those depend on the deployment and are left to
+// the broker to refuse.
+var SystemTopics = []string{
+	"TBW102",                      // AUTO_CREATE_TOPIC_KEY_TOPIC
+	"SCHEDULE_TOPIC_XXXX",         // delayed messages
+	"BenchmarkTest",               // RMQ_SYS_BENCHMARK_TOPIC
+	"RMQ_SYS_TRANS_HALF_TOPIC",    // transaction half messages
+	"RMQ_SYS_TRACE_TOPIC",         // message traces
+	"RMQ_SYS_TRANS_OP_HALF_TOPIC", // transaction commits and rollbacks
+	"TRANS_CHECK_MAX_TIME_TOPIC",  // transactions checked too often
+	"SELF_TEST_TOPIC",
+	"OFFSET_MOVED_EVENT",
+}
+
+// Prefixes of topics that belong to the brokers or to consumer groups.
+const (
+	// SystemTopicPrefix starts a system topic (Java's SYSTEM_TOPIC_PREFIX, "rmq_sys_");
+	// it is compared without case, as the broker does.
+	SystemTopicPrefix = "rmq_sys_"
+	// RetryTopicPrefix and DLQTopicPrefix start a consumer group's retry and dead-letter
+	// topics, which the brokers create for the group.
+	RetryTopicPrefix = "%RETRY%"
+	DLQTopicPrefix   = "%DLQ%"
+)
+
+// ErrReservedTopic is a legal name that is not for users' topics.
+var ErrReservedTopic = errors.New("reserved topic name")
+
+// UserTopic checks a name for a topic an administrator creates (mqadmin updateTopic, the
+// operator's Topic resource): Topic's rules, then none of the system topics, the
+// rmq_sys_ prefix, or a group's %RETRY% and %DLQ% topics. The system-topic remark is the
+// broker's.
+func UserTopic(name string) error {
+	if err := Topic(name); err != nil {
+		return err
+	}
+	for _, s := range SystemTopics {
+		if name == s {
+			return &Error{ErrReservedTopic, "The topic[" + name + "] is conflict with system topic."}
+		}
+	}
+	switch {
+	case len(name) >= len(SystemTopicPrefix) && strings.EqualFold(name[:len(SystemTopicPrefix)], SystemTopicPrefix):
+		return &Error{ErrReservedTopic, "The topic[" + name + "] is conflict with system topic."}
+	case strings.HasPrefix(name, RetryTopicPrefix), strings.HasPrefix(name, DLQTopicPrefix):
+		return &Error{ErrReservedTopic, "The topic[" + name + "] is a consumer group's retry or dead-letter topic: the brokers create it."}
+	}
+	return nil
 }

@@ -63,6 +63,35 @@ func TestGroup(t *testing.T) {
 	}
 }
 
+func TestUserTopic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want error // nil, ErrIllegalTopic or ErrReservedTopic
+	}{
+		{"orders", nil},
+		{"RMQ_SYSTEM", nil}, // no underscore after SYS
+		{"my_rmq_sys_topic", nil},
+		{"a.b", ErrIllegalTopic},
+		{"TBW102", ErrReservedTopic},
+		{"SCHEDULE_TOPIC_XXXX", ErrReservedTopic},
+		{"RMQ_SYS_TRANS_HALF_TOPIC", ErrReservedTopic},
+		{"RMQ_SYS_anything", ErrReservedTopic},
+		{"rmq_sys_anything", ErrReservedTopic},
+		{"%RETRY%billing", ErrReservedTopic},
+		{"%DLQ%billing", ErrReservedTopic},
+	} {
+		err := UserTopic(tc.name)
+		if (tc.want == nil) != (err == nil) || (err != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("UserTopic(%q) = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	for _, s := range SystemTopics {
+		if err := UserTopic(s); !errors.Is(err, ErrReservedTopic) || err.Error() != "The topic["+s+"] is conflict with system topic." {
+			t.Errorf("UserTopic(%q) = %v", s, err)
+		}
+	}
+}
+
 // FuzzTopic: whatever is accepted is one local path element.
 func FuzzTopic(f *testing.F) {
 	for _, s := range []string{"T", "..", "../x", "/", "%RETRY%g", "a|b"} {

@@ -149,3 +149,24 @@ type GetConsumeStatsRequestHeader struct {
 type DeleteSubscriptionGroupRequestHeader struct {
 	GroupName string `rmq:"groupName,required"`
 }
+
+// TopicOffset is one queue's line in GET_TOPIC_STATS_INFO's TopicStatsTable.
+type TopicOffset struct {
+	MinOffset           int64 `json:"minOffset"`
+	MaxOffset           int64 `json:"maxOffset"`
+	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
+}
+
+// DecodeTopicStatsTable parses GET_TOPIC_STATS_INFO's body, {"offsetTable":{queue:offsets}}.
+func DecodeTopicStatsTable(data []byte) (map[MessageQueue]TopicOffset, error) {
+	pairs, err := splitObject(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		if string(p.key) == `"offsetTable"` {
+			return DecodeMQTable[TopicOffset](p.value)
+		}
+	}
+	return map[MessageQueue]TopicOffset{}, nil
+}

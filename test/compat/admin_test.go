@@ -4,7 +4,9 @@ package compat
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,4 +173,115 @@ func startQueueProducer(t *testing.T, nsAddr, group string) rocketmq.Producer {
 	}
 	t.Cleanup(func() { _ = p.Shutdown() })
 	return p
+}
+
+// TestOurTopicAdminAgainstJavaBroker runs the topic calls of pkg/admin (what the Topic
+// controller sends) against the Java broker and the name server under test: create and
+// read back, stats, the route, a route deleted from the name server and published again
+// by re-creating the unchanged topic (the Java broker bumps its topic table's version on
+// every UPDATE_AND_CREATE_TOPIC, as ours now does), growth, the ordered-topic KV, deletion,
+// and the runtime info the User controller probes accounts with.
+func TestOurTopicAdminAgainstJavaBroker(t *testing.T) {
+	f := env(t)
+	rc := remoting.NewClient(remoting.ClientConfig{})
+	defer rc.Close()
+	adm := rmqadmin.New(rc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	topic := uniq("compat_topic_admin")
+	want := protocol.TopicConfig{TopicName: topic, ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6,
+		TopicFilterType: protocol.TopicFilterTypeSingleTag, Order: true}
+	if err := adm.CreateOrUpdateTopic(ctx, f.broker.Addr, want); err != nil {
+		t.Fatalf("CreateOrUpdateTopic: %v", err)
+	}
+	table, err := adm.TopicConfigs(ctx, f.broker.Addr)
+	if err != nil {
+		t.Fatalf("TopicConfigs: %v", err)
+	}
+	// The Java broker does not take order from the create call: its topic config gets the
+	// flag from the name servers' ORDER_TOPIC_CONFIG when it registers. The Topic
+	// controller therefore leaves order out of drift repair and keeps that KV instead.
+	stored := want
+	stored.Order = false
+	if got := table.TopicConfigTable[topic]; got == nil || *got != stored {
+		t.Fatalf("topic as the Java broker stored it: %+v, want %+v", got, stored)
+	}
+	if stats, err := adm.TopicStats(ctx, f.broker.Addr, topic); err != nil || len(stats) != 4 {
+		t.Fatalf("TopicStats: %v %v, want 4 queues", stats, err)
+	}
+	routed := func(queues int) error {
+		return eventually(routeTimeout, 250*time.Millisecond, func() error {
+			rd, err := adm.TopicRoute(ctx, f.ns.Addr, topic)
+			if err != nil {
+				return err
+			}
+			for _, q := range rd.QueueDatas {
+				if q.BrokerName == f.broker.Name && q.ReadQueueNums == queues && q.WriteQueueNums == queues {
+					return nil
+				}
+			}
+			return fmt.Errorf("route %s", protocol.MustEncode(rd))
+		})
+	}
+	if err := routed(4); err != nil {
+		t.Fatalf("route after create: %v", err)
+	}
+
+	if err := adm.DeleteTopicInNameServer(ctx, f.ns.Addr, topic, f.broker.Cluster); err != nil {
+		t.Fatalf("DeleteTopicInNameServer: %v", err)
+	}
+	if _, err := adm.TopicRoute(ctx, f.ns.Addr, topic); !errors.Is(err, rmqadmin.ErrNoRoute) {
+		t.Fatalf("route after DeleteTopicInNameServer: %v, want ErrNoRoute", err)
+	}
+	if err := adm.CreateOrUpdateTopic(ctx, f.broker.Addr, want); err != nil {
+		t.Fatalf("CreateOrUpdateTopic again: %v", err)
+	}
+	if err := routed(4); err != nil {
+		t.Fatalf("route after re-creating the unchanged topic: %v", err)
+	}
+	grown := want
+	grown.ReadQueueNums, grown.WriteQueueNums = 8, 8
+	if err := adm.CreateOrUpdateTopic(ctx, f.broker.Addr, grown); err != nil {
+		t.Fatalf("grow: %v", err)
+	}
+	if err := routed(8); err != nil {
+		t.Fatalf("route after growing: %v", err)
+	}
+
+	const ns = "ORDER_TOPIC_CONFIG"
+	conf := f.broker.Name + ":8"
+	if err := adm.PutKVConfig(ctx, f.ns.Addr, ns, topic, conf); err != nil {
+		t.Fatalf("PutKVConfig: %v", err)
+	}
+	if v, found, err := adm.KVConfig(ctx, f.ns.Addr, ns, topic); err != nil || !found || v != conf {
+		t.Fatalf("KVConfig = %q %v %v, want %q", v, found, err, conf)
+	}
+	if err := adm.DeleteKVConfig(ctx, f.ns.Addr, ns, topic); err != nil {
+		t.Fatalf("DeleteKVConfig: %v", err)
+	}
+	if _, found, err := adm.KVConfig(ctx, f.ns.Addr, ns, topic); err != nil || found {
+		t.Fatalf("KVConfig after delete: found %v, %v", found, err)
+	}
+
+	if err := adm.DeleteTopicInBroker(ctx, f.broker.Addr, topic); err != nil {
+		t.Fatalf("DeleteTopicInBroker: %v", err)
+	}
+	if table, err := adm.TopicConfigs(ctx, f.broker.Addr); err != nil || table.TopicConfigTable[topic] != nil {
+		t.Fatalf("after delete: %+v %v", table.TopicConfigTable[topic], err)
+	}
+	var refused *rmqadmin.Error
+	if _, err := adm.TopicStats(ctx, f.broker.Addr, topic); !errors.As(err, &refused) || refused.Code != remoting.TopicNotExist {
+		t.Errorf("TopicStats after delete: %v, want TOPIC_NOT_EXIST", err)
+	}
+	if err := adm.DeleteTopicInNameServer(ctx, f.ns.Addr, topic, f.broker.Cluster); err != nil {
+		t.Fatalf("DeleteTopicInNameServer: %v", err)
+	}
+	err = adm.CreateOrUpdateTopic(ctx, f.broker.Addr, protocol.TopicConfig{TopicName: "SCHEDULE_TOPIC_XXXX", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	if !errors.As(err, &refused) || !strings.Contains(refused.Remark, "conflict with system topic") {
+		t.Errorf("creating a system topic on the Java broker: %v", err)
+	}
+	if info, err := adm.RuntimeInfo(ctx, f.broker.Addr); err != nil || info["brokerVersionDesc"] == "" {
+		t.Errorf("RuntimeInfo: %v %v", info, err)
+	}
 }
