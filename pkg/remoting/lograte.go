@@ -22,6 +22,11 @@ var (
 	evIdle         = &logEvent{slog.LevelInfo, "closing idle connection", "idle timeouts"}
 	evUnread       = &logEvent{slog.LevelWarn, "closing connection whose peer does not read", "closes for unread data"}
 	evRefused      = &logEvent{slog.LevelWarn, "refusing connection", "refused connections"}
+
+	evPlainRefused     = &logEvent{slog.LevelWarn, "refusing plain-text connection: tls.server.mode is enforcing", "plain-text connections refused"}
+	evTLSRefused       = &logEvent{slog.LevelWarn, "refusing TLS connection: tls.server.mode is disabled", "TLS connections refused"}
+	evHandshakeFailed  = &logEvent{slog.LevelWarn, "closing connection: TLS handshake failed", "failed TLS handshakes"}
+	evHandshakeTimeout = &logEvent{slog.LevelWarn, "closing connection: TLS handshake not finished in time", "TLS handshake timeouts"}
 )
 
 const (
