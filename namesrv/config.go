@@ -13,6 +13,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
 
 // Config configures a NameServer. Keys in a config file are Java's NamesrvConfig and
@@ -50,6 +51,12 @@ type Config struct {
 	ServerMaxQueuedBytesPerConnection int64         // [serverMaxQueuedBytesPerConnection] queued for a peer that does not read before it is closed
 	ServerMaxQueuedBytesTotal         int64         // [serverMaxQueuedBytesTotal] all connections; 0: 256 MiB, or a quarter of GOMEMLIMIT when lower
 
+	// TLS holds the tls.* keys of Java's TlsSystemConfig (package pkg/tlsconfig); a name
+	// server uses tls.server.* (mode, certificate, client authentication). Java reads
+	// them from system properties or tls.config.file; here the config file takes them
+	// too, and tls.config.file's values win, as Java's do.
+	TLS tlsconfig.Settings
+
 	Logger *slog.Logger // [slog.Default()]
 }
 
@@ -72,6 +79,7 @@ func DefaultConfig() Config {
 		ServerMaxConnections:              remoting.DefaultMaxConnections,
 		ServerMaxConnectionsPerAddress:    remoting.DefaultMaxConnectionsPerAddress,
 		ServerMaxQueuedBytesPerConnection: remoting.DefaultMaxQueuedBytesPerConnection,
+		TLS:                               tlsconfig.Default(),
 	}
 }
 
@@ -102,6 +110,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("namesrv: serverMaxQueuedBytesPerConnection must be positive, got %d", c.ServerMaxQueuedBytesPerConnection)
 	case c.ServerMaxQueuedBytesTotal < 0 || c.ServerMaxQueuedBytesTotal > 0 && c.ServerMaxQueuedBytesTotal < c.ServerMaxQueuedBytesPerConnection:
 		return fmt.Errorf("namesrv: serverMaxQueuedBytesTotal must be 0 (automatic) or at least serverMaxQueuedBytesPerConnection, got %d", c.ServerMaxQueuedBytesTotal)
+	}
+	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("namesrv: %w", err)
 	}
 	return nil
 }
@@ -188,7 +199,8 @@ func seconds(f func(*Config) *time.Duration) setter {
 func ignored(*Config, string) error { return nil }
 
 // configKeys maps every accepted key to its setter. Netty tuning keys are accepted and
-// ignored: the Go runtime has no equivalent knobs. maxBrokersPerConnection is ours.
+// ignored: the Go runtime has no equivalent knobs. maxBrokersPerConnection is ours. The
+// tls.* keys are added by init.
 var configKeys = map[string]setter{
 	"rocketmqHome":                str(func(c *Config) *string { return &c.RocketmqHome }),
 	"kvConfigPath":                str(func(c *Config) *string { return &c.KVConfigPath }),
@@ -223,6 +235,15 @@ var configKeys = map[string]setter{
 	"useEpollNativeSelector":             ignored,
 	"defaultThreadPoolNums":              ignored,
 	"clientRequestThreadPoolNums":        ignored,
+}
+
+func init() {
+	for _, name := range tlsconfig.KeyNames() {
+		configKeys[name] = func(c *Config, v string) error {
+			_, err := c.TLS.Set(name, v)
+			return err
+		}
+	}
 }
 
 // Set applies one key. An unknown key or a bad value is an error naming the key.
@@ -295,6 +316,9 @@ func (c *Config) Properties() string {
 		"serverMaxConnectionsPerAddress":    strconv.Itoa(c.ServerMaxConnectionsPerAddress),
 		"serverMaxQueuedBytesPerConnection": strconv.FormatInt(c.ServerMaxQueuedBytesPerConnection, 10),
 		"serverMaxQueuedBytesTotal":         strconv.FormatInt(c.ServerMaxQueuedBytesTotal, 10),
+	}
+	for k, v := range c.TLS.Properties() { // passwords masked
+		kv[k] = v
 	}
 	return properties.Format(kv)
 }

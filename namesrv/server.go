@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
 
 // NameServer is a RocketMQ 4.x name server: brokers register their topics with it and
@@ -22,6 +23,7 @@ type NameServer struct {
 	routes *routeTable
 	kv     *kvStore
 	srv    *remoting.Server
+	tls    *tlsconfig.Server // the listener's TLS (tls.server.*) and its certificate files
 
 	refusedLog logLimiter // registrations refused by maxBrokersPerConnection
 
@@ -48,10 +50,14 @@ func New(cfg Config) (*NameServer, error) {
 	for _, w := range warnings {
 		log.Warn(w)
 	}
-	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, stop: make(chan struct{}),
+	tlsSrv, err := tlsconfig.NewServer(cfg.TLS, log, nil)
+	if err != nil {
+		return nil, fmt.Errorf("namesrv: %w", err)
+	}
+	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, tls: tlsSrv, stop: make(chan struct{}),
 		refusedLog: logLimiter{every: 10 * time.Second}}
 	sc := cfg.remotingConfig()
-	sc.Logger, sc.OnClose = log, n.onClose
+	sc.Logger, sc.OnClose, sc.TLS = log, n.onClose, tlsSrv.RemotingTLS()
 	n.srv = remoting.NewServer(sc)
 	pool := n.srv.NewPool("namesrv", cfg.ServerWorkerThreads, 10000)
 	for code, h := range n.routesHandlers() {
@@ -80,6 +86,7 @@ func (n *NameServer) Serve(l net.Listener) error {
 	}
 	n.listener = l
 	n.scanDone = make(chan struct{})
+	n.tls.Start(0)
 	go n.srv.Serve(l)
 	go n.scanLoop()
 	n.log.Info("name server listening", "addr", l.Addr().String())
@@ -116,6 +123,7 @@ func (n *NameServer) Shutdown(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	err := n.srv.Shutdown(ctx)
+	n.tls.Close()
 	if started {
 		<-n.scanDone
 	}

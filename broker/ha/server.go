@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 // MasterStore is the part of the message store the master side reads
@@ -42,7 +44,11 @@ type ServerConfig struct {
 	// PollInterval bounds how long a writer waits for new data when no
 	// append woke it (Notify) [100ms].
 	PollInterval time.Duration
-	Logger       *slog.Logger // [slog.Default()]
+	// TLS, when set, is how the HA port speaks TLS: the listenPort's tls.server.mode and
+	// certificate, so that enforcing mode refuses plain-text slaves here too. 4.9.7's
+	// HA port has no TLS; its slaves connect in plain text (permissive mode serves them).
+	TLS    *remoting.ServerTLS
+	Logger *slog.Logger // [slog.Default()]
 }
 
 func (c *ServerConfig) setDefaults() {
@@ -104,6 +110,9 @@ func (s *Server) Start() error {
 	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("ha: listen %s: %w", s.cfg.ListenAddr, err)
+	}
+	if s.cfg.TLS != nil {
+		ln = s.cfg.TLS.WrapListener(ln, s.log) // negotiates in each slave's reader
 	}
 	s.mu.Lock()
 	if s.closed {

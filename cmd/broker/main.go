@@ -70,6 +70,16 @@ func run() int {
 			return 1
 		}
 	}
+	// tls.config.file (default /etc/rocketmq/tls.properties), when it exists, over
+	// broker.conf's tls.* keys, as Java's TlsHelper reads it.
+	tlsWarnings, err := cfg.TLS.ApplyFile()
+	for _, w := range tlsWarnings {
+		log.Warn("config: " + w)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		return 1
+	}
 	if *printCfg {
 		fmt.Print(properties.Format(cfg.Properties()))
 		return 0

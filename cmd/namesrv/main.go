@@ -62,6 +62,16 @@ func run() int {
 		}
 		cfg.BindAddress = host
 	}
+	// tls.config.file (default /etc/rocketmq/tls.properties), when it exists, over the
+	// config file's tls.* keys, as Java's TlsHelper reads it.
+	tlsWarnings, err := cfg.TLS.ApplyFile()
+	for _, w := range tlsWarnings {
+		log.Warn("config: " + w)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "namesrv:", err)
+		return 1
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

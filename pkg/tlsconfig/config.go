@@ -75,7 +75,7 @@ func NewServer(s Settings, log *slog.Logger, now func() time.Time) (*Server, err
 			return nil, fmt.Errorf("tls: self-signed certificate: %w", err)
 		}
 		srv.self = self
-		log.Warn("TLS: serving a self-signed certificate (tls.test.mode.enable=true and no tls.server.certPath, as 4.9's default); clients that verify certificates refuse it")
+		log.Info("TLS: serving a self-signed certificate (tls.test.mode.enable=true and no tls.server.certPath, as 4.9's default); clients that verify certificates refuse it")
 	default:
 		return nil, fmt.Errorf("%w: %s=%s needs %s and %s (or %s=true for a self-signed certificate)", ErrInvalid,
 			KeyServerMode, s.ServerMode, KeyServerCertPath, KeyServerKeyPath, KeyTestModeEnable)
