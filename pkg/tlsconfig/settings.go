@@ -45,6 +45,10 @@
 //     that decrypts it, rather than taking a cryptography dependency for it.
 //   - Unknown modes and client-auth values are refused naming the key (Java takes them
 //     for permissive and none).
+//   - TLS 1.2 and 1.3 with Go's default cipher suites; a server that asks for client
+//     certificates (need.client.auth optional or require) offers TLS 1.2 at most,
+//     because the 4.9.7 Java client presenting a certificate over TLS 1.3 fails on
+//     most connections (see Server.build).
 //
 // Certificate, key and trust files are re-read every few seconds (Watcher): a pair
 // that parses, matches and has not expired replaces the one in use for new

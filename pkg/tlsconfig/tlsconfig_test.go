@@ -361,6 +361,30 @@ func TestClientVerifiesTheChainOnlyWhenItHasATrustFile(t *testing.T) {
 	}
 }
 
+// Asking for client certificates caps the server at TLS 1.2 (see Server.build); without,
+// TLS 1.3 is negotiated.
+func TestClientCertificatesCapTLSAt12(t *testing.T) {
+	ca := tlstest.NewCA(t, "ca")
+	log, _ := testLogger()
+	for auth, want := range map[string]uint16{"none": tls.VersionTLS13, "optional": tls.VersionTLS12, "require": tls.VersionTLS12} {
+		sf := newFiles(t, ca, "server")
+		srv, err := NewServer(sf.serverSettings("enforcing", auth), log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := startTLSServer(t, srv)
+		cl := remoting.NewClient(remoting.ClientConfig{TLS: NewClientConfig(ca.Pool(), &sf.leaf.Pair, nil), Logger: slog.New(slog.DiscardHandler)})
+		c, err := cl.Conn(t.Context(), addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := c.TLS(); st.Version != want {
+			t.Errorf("need.client.auth=%s: TLS version %x, want %x", auth, st.Version, want)
+		}
+		cl.Close()
+	}
+}
+
 func TestVerifyChainNeedsACertificate(t *testing.T) {
 	if err := VerifyChain(nil, x509.NewCertPool(), time.Now(), x509.ExtKeyUsageServerAuth); err == nil {
 		t.Error("no certificate verified")
