@@ -52,8 +52,8 @@ type brokerState struct {
 
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
 // unprotected), resolve name servers, apply children, remove groups that were scaled in,
-// pick the admin for the brokers (signing under spec.acl), push a changed name-server list,
-// then write the status.
+// pick the admin for the brokers (TLS under spec.tls, signing under spec.acl), check the
+// brokers' TLS certificates, push a changed name-server list, then write the status.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
@@ -78,6 +78,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"ScaleInFailed", r.removeScaledInGroups},
 		{"ObservePodsFailed", r.observePods},
 		{"AdminAccessFailed", r.resolveAdmin},
+		{"TLSCheckFailed", r.checkTLS},
 		{"NameServerPushFailed", r.pushNameServers},
 		{"StatusFailed", r.observeWorkloads},
 	}
@@ -116,6 +117,9 @@ func (r *BrokerReconciler) resolveAdmin(ctx context.Context, br *v1alpha1.Broker
 		return 0, err
 	}
 	st.access = acc
+	if acc.TLSReason != "" {
+		return 0, nil // no admin at all: the TLS condition says why (checkTLS)
+	}
 	if setAdminAccess(&br.Status.Conditions, br.Generation, acc) && acc.Reason != ReasonSigned && acc.Reason != "" {
 		r.Recorder.Eventf(br, nil, corev1.EventTypeWarning, acc.Reason, "AdminAccess", "%s", acc.Message)
 	}
@@ -131,8 +135,9 @@ func (r *BrokerReconciler) admins() *BrokerAdmins {
 
 // SetupWithManager watches Brokers, their children, their pods (for member readiness), the
 // NameServers they reference (a replica change alters the address list) and the Secrets
-// spec.acl names (metadata only: a credentials change updates AdminAccess; the ACL file
-// itself reaches the pods through the kubelet).
+// spec.acl and spec.tls name (metadata only: a credentials change updates AdminAccess, a
+// TLS Secret change the admin's trust and the TLS condition; the files themselves reach
+// the pods through the kubelet).
 func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Admins == nil {
 		r.Admins = NewBrokerAdmins(r.Admin, mgr.GetClient(), mgr.GetAPIReader())

@@ -2,6 +2,8 @@ package resource
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,10 +61,16 @@ func NameServerAddress(ns *v1alpha1.NameServer) string {
 	return strings.Join(addrs, ";")
 }
 
-// NameServerConf renders namesrv.conf with RocketMQ's key names.
+// NameServerConf renders namesrv.conf with RocketMQ's key names; spec.tls adds the
+// tls.server.* keys of the mounted Secret's files (sorted, after the others).
 func NameServerConf(ns *v1alpha1.NameServer) string {
-	return fmt.Sprintf("listenPort=%d\nkvConfigPath=%s/kvConfig.json\n",
+	conf := fmt.Sprintf("listenPort=%d\nkvConfigPath=%s/kvConfig.json\n",
 		ns.Spec.Ports.ListenPort, nameServerKVDir)
+	kv := tlsConf(ns.Spec.TLS, false)
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		conf += k + "=" + kv[k] + "\n"
+	}
+	return conf
 }
 
 func (b *NameServerBuilder) labels() map[string]string {

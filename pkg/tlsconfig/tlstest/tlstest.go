@@ -16,9 +16,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 )
+
+// TB is what the helpers need of a test: *testing.T, *testing.B and GinkgoT() have it.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
 
 // CA is a certificate authority.
 type CA struct {
@@ -28,7 +33,7 @@ type CA struct {
 }
 
 // NewCA makes a self-signed CA named name, valid from an hour ago for ten years.
-func NewCA(tb testing.TB, name string) *CA {
+func NewCA(tb TB, name string) *CA {
 	tb.Helper()
 	key := newKey(tb)
 	now := time.Now()
@@ -81,7 +86,7 @@ type Leaf struct {
 
 // Issue makes a certificate for cn signed by ca, for both server and client
 // authentication.
-func (ca *CA) Issue(tb testing.TB, cn string, o Options) *Leaf {
+func (ca *CA) Issue(tb TB, cn string, o Options) *Leaf {
 	tb.Helper()
 	now := time.Now()
 	if o.NotBefore.IsZero() {
@@ -130,7 +135,7 @@ func (ca *CA) Issue(tb testing.TB, cn string, o Options) *Leaf {
 
 // Write writes the certificate and key as dir/certName and dir/keyName (mode 0600) and
 // returns their paths.
-func (l *Leaf) Write(tb testing.TB, dir, certName, keyName string) (certPath, keyPath string) {
+func (l *Leaf) Write(tb TB, dir, certName, keyName string) (certPath, keyPath string) {
 	tb.Helper()
 	certPath, keyPath = filepath.Join(dir, certName), filepath.Join(dir, keyName)
 	WriteFile(tb, certPath, l.CertPEM)
@@ -139,7 +144,7 @@ func (l *Leaf) Write(tb testing.TB, dir, certName, keyName string) (certPath, ke
 }
 
 // WriteCA writes the CA certificate to path.
-func (ca *CA) WriteCA(tb testing.TB, path string) string {
+func (ca *CA) WriteCA(tb TB, path string) string {
 	tb.Helper()
 	WriteFile(tb, path, ca.CertPEM)
 	return path
@@ -147,7 +152,7 @@ func (ca *CA) WriteCA(tb testing.TB, path string) string {
 
 // WriteFile replaces path with data through a temporary file and a rename, as an
 // atomic update of a mounted Secret leaves it.
-func WriteFile(tb testing.TB, path string, data []byte) {
+func WriteFile(tb TB, path string, data []byte) {
 	tb.Helper()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -158,7 +163,7 @@ func WriteFile(tb testing.TB, path string, data []byte) {
 	}
 }
 
-func newKey(tb testing.TB) *ecdsa.PrivateKey {
+func newKey(tb TB) *ecdsa.PrivateKey {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
@@ -166,7 +171,7 @@ func newKey(tb testing.TB) *ecdsa.PrivateKey {
 	return key
 }
 
-func serial(tb testing.TB) *big.Int {
+func serial(tb TB) *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	if err != nil {
 		tb.Fatal(err)
@@ -187,7 +192,7 @@ type SecretDir struct {
 }
 
 // NewSecretDir makes dir hold files as a mounted Secret.
-func NewSecretDir(tb testing.TB, dir string, files map[string][]byte) *SecretDir {
+func NewSecretDir(tb TB, dir string, files map[string][]byte) *SecretDir {
 	tb.Helper()
 	s := &SecretDir{Dir: dir}
 	s.Update(tb, files)
@@ -204,7 +209,7 @@ func (s *SecretDir) Path(name string) string { return filepath.Join(s.Dir, name)
 
 // Update replaces the content of every key at once (the keys stay those NewSecretDir
 // was given).
-func (s *SecretDir) Update(tb testing.TB, files map[string][]byte) {
+func (s *SecretDir) Update(tb TB, files map[string][]byte) {
 	tb.Helper()
 	s.gen++
 	gen := filepath.Join(s.Dir, "..gen"+time.Now().Format("_2006_01_02_15_04_05.")+strconv.Itoa(s.gen))
