@@ -76,7 +76,7 @@ func equalFoldASCII(a, b string) bool {
 //
 // Telling TLS from plain text: a TLS connection opens with a handshake record, whose
 // first byte is 22 (0x16); a RocketMQ frame opens with the high byte of its length,
-// which is at most 0x00 for frames up to 16 MiB (the broker's HA port opens with the
+// which is at most 0x01 for frames up to 16 MiB (the broker's HA port opens with the
 // high byte of a commitlog offset, 0x00 as well). So the first byte decides, as in
 // 4.9's HandshakeHandler. It is read, with what else arrived with it, in the
 // connection's own goroutine and under HandshakeTimeout, then handed on: to the frame
