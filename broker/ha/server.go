@@ -284,7 +284,9 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		}
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
-		s.log.Info("slave connected", "slave", c.addr)
+		// Info once it reports ("slave requests offset"): a connection refused by TLS, or
+		// a port scan, is not worth a line each (the refusals are logged rate-limited).
+		s.log.Debug("slave connected", "slave", c.addr)
 		s.wg.Add(1)
 		go c.run()
 	}
@@ -320,7 +322,11 @@ func (c *slaveConn) run() {
 	closed := s.closed
 	s.mu.Unlock()
 	if !closed {
-		s.log.Info("slave disconnected", "slave", c.addr, "ack", c.ack.Load(), "read", rerr, "write", werr)
+		level := slog.LevelInfo
+		if c.ack.Load() < 0 {
+			level = slog.LevelDebug // never reported: never was a slave
+		}
+		s.log.Log(context.Background(), level, "slave disconnected", "slave", c.addr, "ack", c.ack.Load(), "read", rerr, "write", werr)
 	}
 }
 
