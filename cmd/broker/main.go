@@ -4,6 +4,8 @@
 //
 // broker.conf holds the Java BrokerConfig/MessageStoreConfig/NettyServerConfig keys.
 // -n overrides namesrvAddr. "broker -p" prints the effective configuration and exits.
+// The tls.* keys (RocketMQ's TlsSystemConfig) come from broker.conf, then from
+// tls.config.file (default /etc/rocketmq/tls.properties) when it exists; docs/tls.md.
 // SIGTERM or SIGINT stops it cleanly: offsets and configs are persisted, the store is
 // flushed and marked clean, and the broker unregisters from its name servers.
 // Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400 and a soft memory limit of

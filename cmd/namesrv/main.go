@@ -3,8 +3,9 @@
 //	namesrv -c namesrv.conf [-n 0.0.0.0:9876]
 //
 // The config file holds Java NamesrvConfig/NettyServerConfig keys (listenPort,
-// kvConfigPath, ...) and our maxBrokersPerConnection. "namesrv -p" prints the effective
-// configuration and exits.
+// kvConfigPath, ...) and our maxBrokersPerConnection, and the tls.server.* keys, which
+// tls.config.file (default /etc/rocketmq/tls.properties) overrides when it exists.
+// "namesrv -p" prints the effective configuration and exits.
 package main
 
 import (

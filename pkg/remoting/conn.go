@@ -229,10 +229,14 @@ func (c *Conn) negotiate() ([]byte, bool) {
 		c.cfg.tlsCounters.count(isTLS, err)
 	}
 	if err != nil {
-		if ev := tlsEvent(err); ev != nil {
-			c.event(ev, "err", err)
+		select {
+		case <-c.done: // closed by us (shutdown): the error is the consequence
+		default:
+			if ev := tlsEvent(err); ev != nil {
+				c.event(ev, "err", err)
+			}
+			c.closeWith(fmt.Errorf("%w: %w", ErrClosed, err))
 		}
-		c.closeWith(fmt.Errorf("%w: %w", ErrClosed, err))
 		return nil, false
 	}
 	if isTLS {
