@@ -22,6 +22,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/broker/transaction"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
 
 // Options are the parts of a Broker that are not broker.conf keys.
@@ -49,7 +50,9 @@ type Broker struct {
 	sched     *schedule.Service    // delayed delivery; nil with a store other than broker/store
 	txn       *transaction.Service // transaction ends and checks; nil likewise
 	server    *remoting.Server
-	acl       *acl.Watcher // aclEnable: the plain ACL rules; nil without
+	acl       *acl.Watcher      // aclEnable: the plain ACL rules; nil without
+	tlsServer *tlsconfig.Server // the listeners' TLS (tls.server.*), HA port included
+	tlsClient *tlsconfig.Client // tls.enable: TLS to name servers and the master; nil without
 	nsClient  *remoting.Client
 	haServer  *ha.Server       // master: serves the commitlog to slaves
 	haClient  *ha.Client       // slave: copies the master's commitlog
@@ -93,6 +96,12 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	}
 	b.storeHost = netip.AddrPortFrom(ip, uint16(cfg.ListenPort))
 	if err := b.initACL(cfg); err != nil {
+		return nil, err
+	}
+	if b.tlsServer, err = tlsconfig.NewServer(cfg.TLS, log, nil); err != nil {
+		return nil, err
+	}
+	if b.tlsClient, err = tlsconfig.NewClient(cfg.TLS, log, nil); err != nil {
 		return nil, err
 	}
 
@@ -166,8 +175,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	if b.metrics != nil {
 		sc.OnReply = b.metrics.onReply
 	}
+	sc.TLS = b.tlsServer.RemotingTLS() // the fast channel too: one server, both ports
 	b.server = remoting.NewServer(sc)
-	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log})
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log, TLS: b.tlsClient.Config()})
 	if sa, ok := b.store.(storeAdapter); ok {
 		b.setupHA(cfg, sa.s)
 	}
@@ -246,13 +256,16 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.log.Info("broker started", "name", c.BrokerName, "cluster", c.BrokerClusterName, "addr", c.BrokerAddr(),
-		"namesrv", c.NamesrvAddr, "store", c.StorePathRootDir, "role", c.BrokerRole, "brokerId", c.BrokerID)
+		"namesrv", c.NamesrvAddr, "store", c.StorePathRootDir, "role", c.BrokerRole, "brokerId", c.BrokerID,
+		"tls.server.mode", c.TLS.Mode().String(), "tls.enable", c.TLS.Enable)
 	// A slave's store holds the master's records only: no delivery of delayed
 	// messages and no transaction checks there (4.9.7 runs both on masters only).
 	if b.sched != nil && c.BrokerRole != config.Slave {
 		b.sched.Start()
 		b.txn.Start()
 	}
+	b.tlsServer.Start(0)
+	b.tlsClient.Start(0)
 	b.registerAll()
 	b.watchACL()
 	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
@@ -330,6 +343,8 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.closeHA()
 		b.metrics.close()
 		b.nsClient.Close()
+		b.tlsServer.Close()
+		b.tlsClient.Close()
 		// The services stop before the store, which flushes what they put, and before
 		// the offsets are written (the transaction scan keeps its progress there).
 		if b.sched != nil {

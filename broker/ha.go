@@ -47,6 +47,7 @@ func (b *Broker) setupHA(c *config.Config, st ha.MasterStore) {
 			HousekeepingInterval: time.Duration(c.HaHousekeepingInterval) * time.Millisecond,
 			TransferBatchSize:    c.HaTransferBatchSize,
 			SlaveFallbehindMax:   c.HaSlaveFallbehindMax,
+			TLS:                  b.tlsServer.RemotingTLS(),
 			Logger:               log,
 		})
 	case config.Slave:
@@ -58,6 +59,7 @@ func (b *Broker) setupHA(c *config.Config, st ha.MasterStore) {
 			MasterAddr:           c.HaMasterAddress,
 			HeartbeatInterval:    time.Duration(c.HaSendHeartbeatInterval) * time.Millisecond,
 			HousekeepingInterval: time.Duration(c.HaHousekeepingInterval) * time.Millisecond,
+			TLS:                  b.tlsClient.Config(),
 			Logger:               log,
 		})
 		b.haSync = ha.NewSynchronizer(b.nsClient, metadataApplier{b}, ha.SyncConfig{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,12 +50,19 @@ type adminAccess struct {
 	Admin BrokerAdmin
 	// Reason and Message of the AdminAccess condition; Reason is "" without spec.acl.
 	Reason, Message string
+	// TLSReason and TLSMessage say why a Broker with spec.tls has no admin (its Secret is
+	// missing or unusable): the TLS condition's; the AdminAccess condition is then left
+	// as it was. Both "" otherwise.
+	TLSReason, TLSMessage string
 }
 
 // err is why no call can be made, or nil.
 func (a adminAccess) err() error {
 	if a.Admin != nil {
 		return nil
+	}
+	if a.TLSReason != "" {
+		return fmt.Errorf("%s", a.TLSMessage)
 	}
 	return fmt.Errorf("%s", a.Message)
 }
@@ -72,11 +80,18 @@ type BrokerAdmins struct {
 	meta client.Reader // the manager's client: Secret metadata from the cache
 	data client.Reader // the manager's API reader: Secret content, uncached
 
-	mu     sync.Mutex
-	signed map[client.ObjectKey]*signedAdmin // by Broker
+	// Probe makes the TLS condition's handshakes [a TLS dial]; Now is the clock of their
+	// certificate checks [time.Now]. Tests replace them.
+	Probe TLSProbe
+	Now   func() time.Time
+
+	mu        sync.Mutex
+	signed    map[client.ObjectKey]*signedAdmin // by Broker
+	tlsAdmins map[client.ObjectKey]*tlsAdmin    // by Broker with spec.tls (tls.go)
 }
 
 type signedAdmin struct {
+	via     *tlsAdmin // the TLS admin it signs over; nil: the base admin
 	secret  client.ObjectKey
 	uid     types.UID
 	version string // resourceVersion of the Secret read
@@ -88,28 +103,45 @@ type signedAdmin struct {
 // NewBrokerAdmins returns the admins of Brokers made from base. meta reads Secret metadata
 // (the manager's client), data reads Secrets themselves (the manager's API reader).
 func NewBrokerAdmins(base BrokerAdmin, meta, data client.Reader) *BrokerAdmins {
-	return &BrokerAdmins{base: base, meta: meta, data: data, signed: map[client.ObjectKey]*signedAdmin{}}
+	return &BrokerAdmins{base: base, meta: meta, data: data, signed: map[client.ObjectKey]*signedAdmin{},
+		tlsAdmins: map[client.ObjectKey]*tlsAdmin{}}
 }
 
-// For returns how calls reach br's brokers. The error is a failure to read the Secret
-// other than its absence, worth a retry; a missing or unusable Secret is in the access.
+// For returns how calls reach br's brokers: over TLS with spec.tls (tls.go), signed with
+// spec.acl's credentials. The error is a failure to read a Secret other than its
+// absence, worth a retry; a missing or unusable Secret is in the access.
 func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAccess, error) {
 	key := client.ObjectKeyFromObject(br)
+	base := a.base
+	var via *tlsAdmin
+	if br.Spec.TLS != nil {
+		ta, reason, msg, err := a.tlsFor(ctx, br)
+		if err != nil {
+			return adminAccess{}, err
+		}
+		if ta == nil {
+			a.forgetSigned(key)
+			return adminAccess{TLSReason: reason, TLSMessage: msg}, nil
+		}
+		base, via = ta.admin, ta
+	} else {
+		a.forgetTLS(key)
+	}
 	if br.Spec.ACL == nil {
-		a.Forget(key)
-		return adminAccess{Admin: a.base}, nil
+		a.forgetSigned(key)
+		return adminAccess{Admin: base}, nil
 	}
 	name := resource.OperatorCredentialsSecretName(br)
 	if name == "" {
-		a.Forget(key)
-		return adminAccess{Admin: a.base, Reason: ReasonCredentialsNotSet, Message: "spec.acl.operatorCredentialsSecretName " +
+		a.forgetSigned(key)
+		return adminAccess{Admin: base, Reason: ReasonCredentialsNotSet, Message: "spec.acl.operatorCredentialsSecretName " +
 			"is not set: the operator's admin calls (subscription groups, offsets and lag, name-server updates) go " +
 			"unsigned, and the brokers refuse them unless plain_acl.yml white-lists the operator's address"}, nil
 	}
-	signer, ok := a.base.(CredentialedAdmin)
+	signer, ok := base.(CredentialedAdmin)
 	if !ok {
 		return adminAccess{Reason: ReasonSigningUnsupported, Message: fmt.Sprintf(
-			"the operator's admin client (%T) cannot sign requests", a.base)}, nil
+			"the operator's admin client (%T) cannot sign requests", base)}, nil
 	}
 	secret := client.ObjectKey{Namespace: br.Namespace, Name: name}
 	src := "spec.acl.operatorCredentialsSecretName"
@@ -124,7 +156,7 @@ func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAcces
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := a.meta.Get(ctx, secret, m); err != nil {
 		if apierrors.IsNotFound(err) {
-			a.Forget(key)
+			a.forgetSigned(key)
 			return notFound, nil
 		}
 		return adminAccess{}, fmt.Errorf("reading Secret %s: %w", name, err)
@@ -133,7 +165,7 @@ func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAcces
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.signed[key]
-	if cur != nil && cur.secret == secret && cur.uid == m.UID && cur.version == m.ResourceVersion {
+	if cur != nil && cur.via == via && cur.secret == secret && cur.uid == m.UID && cur.version == m.ResourceVersion {
 		return cur.access(), nil
 	}
 	s := &corev1.Secret{}
@@ -151,14 +183,14 @@ func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAcces
 			"Secret %q (%s) needs non-empty keys %s and %s: the operator "+
 				"makes no admin calls to this Broker until it has them", name, src, v1alpha1.ACLAccessKeyKey, v1alpha1.ACLSecretKeyKey)}, nil
 	}
-	if cur != nil && cur.secret == secret && cur.creds == creds {
+	if cur != nil && cur.via == via && cur.secret == secret && cur.creds == creds {
 		// Same account (say, only labels changed): keep the admin and its connections.
 		cur.uid, cur.version = s.UID, s.ResourceVersion
 		return cur.access(), nil
 	}
 	a.forgetLocked(key)
 	admin, closer := signer.WithCredentials(creds)
-	cur = &signedAdmin{secret: secret, uid: s.UID, version: s.ResourceVersion, creds: creds, admin: admin, closer: closer}
+	cur = &signedAdmin{via: via, secret: secret, uid: s.UID, version: s.ResourceVersion, creds: creds, admin: admin, closer: closer}
 	a.signed[key] = cur
 	return cur.access(), nil
 }
@@ -169,9 +201,17 @@ func (s *signedAdmin) access() adminAccess {
 		s.creds.AccessKey, s.secret.Name)}
 }
 
-// Forget releases the signing admin of a Broker, if any: the Broker is gone, or no longer
-// signs. A call still under way on it fails, and its reconcile retries.
+// Forget releases the signing and TLS admins of a Broker, if any: the Broker is gone. A
+// call still under way on them fails, and its reconcile retries.
 func (a *BrokerAdmins) Forget(broker client.ObjectKey) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.forgetLocked(broker)
+	a.forgetTLSLocked(broker)
+}
+
+// forgetSigned releases the signing admin of a Broker, if any: it no longer signs.
+func (a *BrokerAdmins) forgetSigned(broker client.ObjectKey) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.forgetLocked(broker)
@@ -201,8 +241,9 @@ func setAdminAccess(conds *[]metav1.Condition, gen int64, acc adminAccess) bool 
 }
 
 // brokersOfSecret maps a Secret to the Brokers of its namespace that use it: as the
-// operator's credentials (spec.acl's or the generated ones), and unless credsOnly also as
-// the ACL file (spec.acl's or the one rendered from Users).
+// operator's credentials (spec.acl's or the generated ones), unless credsOnly also as the
+// ACL file (spec.acl's or the one rendered from Users), and as spec.tls's Secret (whose
+// ca.crt the operator's calls trust).
 func brokersOfSecret(ctx context.Context, c client.Reader, secret client.Object, credsOnly bool) []v1alpha1.Broker {
 	var list v1alpha1.BrokerList
 	if err := c.List(ctx, &list, client.InNamespace(secret.GetNamespace())); err != nil {
@@ -210,7 +251,9 @@ func brokersOfSecret(ctx context.Context, c client.Reader, secret client.Object,
 	}
 	var out []v1alpha1.Broker
 	for _, b := range list.Items {
-		if n := secret.GetName(); resource.OperatorCredentialsSecretName(&b) == n || (!credsOnly && resource.ACLSecretName(&b) == n) {
+		n := secret.GetName()
+		if resource.OperatorCredentialsSecretName(&b) == n || (!credsOnly && resource.ACLSecretName(&b) == n) ||
+			b.Spec.TLS != nil && b.Spec.TLS.SecretName == n {
 			out = append(out, b)
 		}
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 
@@ -25,6 +26,15 @@ var (
 // connections of its own (pkg/admin's Client.WithCredentials); the closer releases them.
 func (a RemotingAdmin) WithCredentials(creds acl.Credentials) (BrokerAdmin, io.Closer) {
 	c := a.C.WithCredentials(creds)
+	return RemotingAdmin{C: c}, c
+}
+
+var _ TLSAdmin = RemotingAdmin{}
+
+// WithTLS returns a RemotingAdmin whose connections are TLS ones with cfg, of its own
+// (pkg/admin's Client.WithTLS); the closer releases them.
+func (a RemotingAdmin) WithTLS(cfg *tls.Config) (BrokerAdmin, io.Closer) {
+	c := a.C.WithTLS(cfg)
 	return RemotingAdmin{C: c}, c
 }
 

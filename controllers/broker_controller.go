@@ -62,8 +62,9 @@ type brokerState struct {
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
 // unprotected), resolve name servers, render plain_acl.yml from the Users (spec.acl without
 // secretName; before the pods that mount it), apply children, remove groups that were
-// scaled in, pick the admin for the brokers (signing under spec.acl), push a changed
-// name-server list, then write the status, Ready waiting for the groups to hold the topics.
+// scaled in, pick the admin for the brokers (TLS under spec.tls, signing under spec.acl),
+// check the brokers' TLS certificates, push a changed name-server list, then write the
+// status, Ready waiting for the groups to hold the topics.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
@@ -89,6 +90,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"ScaleInFailed", r.removeScaledInGroups},
 		{"ObservePodsFailed", r.observePods},
 		{"AdminAccessFailed", r.resolveAdmin},
+		{"TLSCheckFailed", r.checkTLS},
 		{"NameServerPushFailed", r.pushNameServers},
 		{"TopicsUnobserved", r.observeTopics},
 		{"StatusFailed", r.observeWorkloads},
@@ -128,6 +130,9 @@ func (r *BrokerReconciler) resolveAdmin(ctx context.Context, br *v1alpha1.Broker
 		return 0, err
 	}
 	st.access = acc
+	if acc.TLSReason != "" {
+		return 0, nil // no admin at all: the TLS condition says why (checkTLS)
+	}
 	if setAdminAccess(&br.Status.Conditions, br.Generation, acc) && acc.Reason != ReasonSigned && acc.Reason != "" {
 		r.Recorder.Eventf(br, nil, corev1.EventTypeWarning, acc.Reason, "AdminAccess", "%s", acc.Message)
 	}
@@ -143,9 +148,10 @@ func (r *BrokerReconciler) admins() *BrokerAdmins {
 
 // SetupWithManager watches Brokers, their children, their pods (for member readiness), the
 // NameServers they reference (a replica change alters the address list), the Secrets
-// spec.acl names or the operator renders (metadata only: a credentials change updates
-// AdminAccess; the ACL file itself reaches the pods through the kubelet), the Users and
-// their Secrets (the rendered file), and the Topics (a group's topics, for Ready).
+// spec.acl and spec.tls name or the operator renders (metadata only: a credentials change
+// updates AdminAccess, a TLS Secret change the admin's trust and the TLS condition; the
+// files themselves reach the pods through the kubelet), the Users and their Secrets (the
+// rendered file), and the Topics (a group's topics, for Ready).
 func (r *BrokerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Admins == nil {
 		r.Admins = NewBrokerAdmins(r.Admin, mgr.GetClient(), mgr.GetAPIReader())

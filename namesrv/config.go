@@ -14,6 +14,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/pkg/metrics"
 	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
 
 // Config configures a NameServer. Keys in a config file are Java's NamesrvConfig and
@@ -56,6 +57,11 @@ type Config struct {
 	MetricsPromExporterPort int    // [metricsPromExporterPort] 5557; 0 picks a free port (tests)
 	MetricsPromExporterHost string // [metricsPromExporterHost] the address /metrics binds; "" every interface
 	MetricsLabel            string // [metricsLabel] constant labels on every series, "k1:v1,k2:v2"
+	// TLS holds the tls.* keys of Java's TlsSystemConfig (package pkg/tlsconfig); a name
+	// server uses tls.server.* (mode, certificate, client authentication). Java reads
+	// them from system properties or tls.config.file; here the config file takes them
+	// too, and tls.config.file's values win, as Java's do.
+	TLS tlsconfig.Settings
 
 	Logger *slog.Logger // [slog.Default()]
 }
@@ -82,6 +88,7 @@ func DefaultConfig() Config {
 
 		MetricsExporterType:     metrics.ExporterDisable,
 		MetricsPromExporterPort: metrics.DefaultPort,
+		TLS:                     tlsconfig.Default(),
 	}
 }
 
@@ -120,6 +127,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := metrics.ParseLabels(c.MetricsLabel); err != nil {
 		return fmt.Errorf("namesrv: metricsLabel=%s: %w", c.MetricsLabel, err)
+	}
+	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("namesrv: %w", err)
 	}
 	return nil
 }
@@ -206,7 +216,8 @@ func seconds(f func(*Config) *time.Duration) setter {
 func ignored(*Config, string) error { return nil }
 
 // configKeys maps every accepted key to its setter. Netty tuning keys are accepted and
-// ignored: the Go runtime has no equivalent knobs. maxBrokersPerConnection is ours.
+// ignored: the Go runtime has no equivalent knobs. maxBrokersPerConnection is ours. The
+// tls.* keys are added by init.
 var configKeys = map[string]setter{
 	"rocketmqHome":                str(func(c *Config) *string { return &c.RocketmqHome }),
 	"kvConfigPath":                str(func(c *Config) *string { return &c.KVConfigPath }),
@@ -246,6 +257,15 @@ var configKeys = map[string]setter{
 	"useEpollNativeSelector":             ignored,
 	"defaultThreadPoolNums":              ignored,
 	"clientRequestThreadPoolNums":        ignored,
+}
+
+func init() {
+	for _, name := range tlsconfig.KeyNames() {
+		configKeys[name] = func(c *Config, v string) error {
+			_, err := c.TLS.Set(name, v)
+			return err
+		}
+	}
 }
 
 // Set applies one key. An unknown key or a bad value is an error naming the key.
@@ -323,6 +343,9 @@ func (c *Config) Properties() string {
 		"metricsPromExporterPort": strconv.Itoa(c.MetricsPromExporterPort),
 		"metricsPromExporterHost": c.MetricsPromExporterHost,
 		"metricsLabel":            c.MetricsLabel,
+	}
+	for k, v := range c.TLS.Properties() { // passwords masked
+		kv[k] = v
 	}
 	return properties.Format(kv)
 }

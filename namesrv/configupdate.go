@@ -3,6 +3,7 @@ package namesrv
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
@@ -37,7 +38,9 @@ func (n *NameServer) updateConfig(conn *remoting.Conn, req *remoting.Command) (*
 		return req.NewResponse(remoting.SystemError, "string2Properties error: "+err.Error()), nil
 	}
 	for _, p := range props {
-		if slices.Contains(configBlackList, p.Key) {
+		// The tls.* keys name files too, and decide who may connect: not Java
+		// NamesrvConfig fields, so 4.9.7 would ignore them; refused here.
+		if slices.Contains(configBlackList, p.Key) || strings.HasPrefix(p.Key, "tls.") {
 			return req.NewResponse(remoting.NoPermission, "Can not update config in black list."), nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/pkg/metrics"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
 
 // NameServer is a RocketMQ 4.x name server: brokers register their topics with it and
@@ -23,7 +24,8 @@ type NameServer struct {
 	routes  *routeTable
 	kv      *kvStore
 	srv     *remoting.Server
-	metrics *nsMetrics // metricsExporterType=PROM; nil otherwise
+	metrics *nsMetrics        // metricsExporterType=PROM; nil otherwise
+	tls     *tlsconfig.Server // the listener's TLS (tls.server.*) and its certificate files
 
 	refusedLog logLimiter // registrations refused by maxBrokersPerConnection
 
@@ -50,7 +52,11 @@ func New(cfg Config) (*NameServer, error) {
 	for _, w := range warnings {
 		log.Warn(w)
 	}
-	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, stop: make(chan struct{}),
+	tlsSrv, err := tlsconfig.NewServer(cfg.TLS, log, nil)
+	if err != nil {
+		return nil, fmt.Errorf("namesrv: %w", err)
+	}
+	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, tls: tlsSrv, stop: make(chan struct{}),
 		refusedLog: logLimiter{every: 10 * time.Second}}
 	if cfg.MetricsExporterType == metrics.ExporterProm {
 		if n.metrics, err = newNSMetrics(n, cfg); err != nil {
@@ -58,7 +64,7 @@ func New(cfg Config) (*NameServer, error) {
 		}
 	}
 	sc := cfg.remotingConfig()
-	sc.Logger, sc.OnClose = log, n.onClose
+	sc.Logger, sc.OnClose, sc.TLS = log, n.onClose, tlsSrv.RemotingTLS()
 	if n.metrics != nil {
 		sc.OnReply = n.metrics.onReply
 	}
@@ -94,6 +100,7 @@ func (n *NameServer) Serve(l net.Listener) error {
 	}
 	n.listener = l
 	n.scanDone = make(chan struct{})
+	n.tls.Start(0)
 	go n.srv.Serve(l)
 	go n.scanLoop()
 	n.log.Info("name server listening", "addr", l.Addr().String())
@@ -130,6 +137,7 @@ func (n *NameServer) Shutdown(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	err := n.srv.Shutdown(ctx)
+	n.tls.Close()
 	if started {
 		<-n.scanDone
 	}

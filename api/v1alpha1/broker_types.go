@@ -17,6 +17,7 @@ type FlushDiskType string
 // broker-b, ..., each one StatefulSet whose ordinal is the brokerId (0 = master).
 // +kubebuilder:validation:XValidation:rule="has(self.nameServerRef) != has(self.nameServerAddresses)",message="set exactly one of nameServerRef or nameServerAddresses"
 // +kubebuilder:validation:XValidation:rule="self.brokerRole != 'SYNC_MASTER' || self.replicasPerGroup >= 2",message="brokerRole SYNC_MASTER needs replicasPerGroup >= 2 (a master waits for a slave on every write)"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.config) || self.config.all(k, !k.startsWith('tls.') && k != 'useTLS')",message="with spec.tls, config must not set tls.* keys or useTLS: spec.tls sets them"
 type BrokerSpec struct {
 	ContainerSpec `json:",inline"`
 
@@ -84,6 +85,10 @@ type BrokerSpec struct {
 	// on or off rolls the broker pods; editing the Secret does not (the brokers re-read it).
 	// +optional
 	ACL *BrokerACL `json:"acl,omitempty"`
+
+	// TLS turns on TLS for the brokers' ports and their own connections (see TLSSpec).
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
 
 	// NetworkPolicy, when enabled, keeps a NetworkPolicy <name>-broker over every pod of
 	// this Broker: listenPort and the fast channel (listenPort-2) admit

@@ -35,6 +35,11 @@ type NameServerSpec struct {
 	// it can register brokers and change routes, so keep it inside the cluster.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// TLS turns on TLS for the name-server port (see TLSSpec; the operator makes no calls
+	// to name servers, so there is no TLS condition here).
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
 }
 
 // NameServerPorts are the ports a name server listens on.

@@ -22,6 +22,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/metrics"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
 
 // Broker roles (brokerRole).
@@ -146,6 +147,13 @@ type Config struct {
 	// default is Java's $ROCKETMQ_HOME/conf/plain_acl.yml; Java's -Drocketmq.acl.plain.file
 	// is the same relative path. Not a Java broker.conf key.
 	AclPlainFile string
+
+	// TLS holds the tls.* keys of Java's TlsSystemConfig (package pkg/tlsconfig): the
+	// listeners' mode and certificate (tls.server.*), and, with tls.enable (or Java's
+	// useTLS), TLS on the broker's own connections to name servers and to its master
+	// (tls.client.*). Java reads them from system properties or tls.config.file; here
+	// broker.conf takes them too, and tls.config.file's values win, as Java's do.
+	TLS tlsconfig.Settings
 }
 
 // Default returns the RocketMQ 4.9 defaults.
@@ -220,6 +228,7 @@ func Default() *Config {
 		MetricsExporterType:               metrics.ExporterDisable,
 		MetricsPromExporterPort:           metrics.DefaultPort,
 		MetricsSeriesLimit:                metrics.DefaultSeriesLimit,
+		TLS:                               tlsconfig.Default(),
 	}
 }
 
@@ -243,7 +252,7 @@ type key struct {
 }
 
 func (c *Config) keys() []key {
-	return []key{
+	keys := []key{
 		{"brokerClusterName", &c.BrokerClusterName, false},
 		{"brokerName", &c.BrokerName, false},
 		{"brokerId", &c.BrokerID, false},
@@ -326,12 +335,19 @@ func (c *Config) keys() []key {
 		{"aclEnable", &c.AclEnable, false},
 		{"aclPlainFile", &c.AclPlainFile, false},
 	}
+	for _, k := range c.TLS.Keys() {
+		keys = append(keys, key{k.Name, k.Ptr, false})
+	}
+	return keys
 }
 
 // aliases maps old spellings to the current key.
 var aliases = map[string]string{
 	"mapedFileSizeCommitLog":    "mappedFileSizeCommitLog",
 	"mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue",
+	// NettyClientConfig's field, which 4.9's BrokerStartup sets from tls.enable and then
+	// from broker.conf.
+	"useTLS": tlsconfig.KeyEnable,
 }
 
 // ignored are Java keys this broker accepts without effect: they tune Java internals
@@ -541,6 +557,9 @@ func (c *Config) Validate() error {
 	if _, err := metrics.ParseLabels(c.MetricsLabel); err != nil {
 		return bad("metricsLabel", c.MetricsLabel, err.Error())
 	}
+	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	for _, n := range []struct {
 		key string
 		v   int
@@ -637,6 +656,9 @@ func (c *Config) Properties() map[string]string {
 		case *int64:
 			out[k.name] = strconv.FormatInt(*p, 10)
 		}
+	}
+	for k, v := range c.TLS.Properties() { // passwords masked
+		out[k] = v
 	}
 	out["fastListenPort"] = strconv.Itoa(c.ListenPort - 2)
 	return out

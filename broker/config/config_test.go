@@ -177,3 +177,44 @@ func TestCheckCRCOnRead(t *testing.T) {
 		t.Fatalf("bad value: %v", err)
 	}
 }
+
+func TestLoadTLSKeys(t *testing.T) {
+	c, warns, err := Load(strings.NewReader(`tls.server.mode=enforcing
+tls.server.need.client.auth=require
+tls.server.certPath=/etc/rocketmq/tls/tls.crt
+tls.server.keyPath=/etc/rocketmq/tls/tls.key
+tls.server.keyPassword=secret
+tls.server.trustCertPath=/etc/rocketmq/tls/ca.crt
+tls.test.mode.enable=false
+useTLS=true
+tls.client.authServer=true
+`))
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("%v %v", err, warns)
+	}
+	s := c.TLS
+	if s.Mode() != remoting.TLSEnforcing || s.ServerNeedClientAuth != "require" || s.ServerCertPath != "/etc/rocketmq/tls/tls.crt" ||
+		s.TestModeEnable || !s.Enable || !s.ClientAuthServer {
+		t.Errorf("TLS settings: %+v", s)
+	}
+	p := c.Properties()
+	if p["tls.server.mode"] != "enforcing" || p["tls.enable"] != "true" || p["tls.server.keyPassword"] != "******" {
+		t.Errorf("properties: mode %q enable %q password %q", p["tls.server.mode"], p["tls.enable"], p["tls.server.keyPassword"])
+	}
+	if d := Default().TLS; d.Mode() != remoting.TLSPermissive || !d.TestModeEnable || d.Enable {
+		t.Errorf("defaults: %+v, want 4.9's (permissive, test mode, tls.enable=false)", d)
+	}
+	for conf, key := range map[string]string{
+		"tls.server.mode=strict":            "tls.server.mode",
+		"tls.server.need.client.auth=maybe": "tls.server.need.client.auth",
+		"tls.enable=yes":                    "tls.enable",
+		"tls.client.certPath=/c":            "tls.client.certPath",
+	} {
+		if _, _, err := Load(strings.NewReader(conf)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: err %v does not name %s", conf, err, key)
+		}
+	}
+	if _, err := NewLive(Default()).Update(map[string]string{"tls.server.mode": "disabled"}); err == nil {
+		t.Error("tls.server.mode changed while running")
+	}
+}

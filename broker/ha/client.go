@@ -1,6 +1,8 @@
 package ha
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 // SlaveStore is the part of the message store the slave side writes
@@ -34,7 +38,10 @@ type ClientConfig struct {
 	// Reconnect backoff: doubles from MinBackoff to MaxBackoff after each
 	// failed connection [200ms, 5s; 4.9.7 always waits 5 s].
 	MinBackoff, MaxBackoff time.Duration
-	Logger                 *slog.Logger // [slog.Default()]
+	// TLS, when set, makes the connection to the master a TLS one (tls.enable and the
+	// tls.client.* files); the handshake shares DialTimeout.
+	TLS    *tls.Config
+	Logger *slog.Logger // [slog.Default()]
 }
 
 func (c *ClientConfig) setDefaults() {
@@ -193,10 +200,25 @@ func (c *Client) run() {
 	}
 }
 
+// dial connects to the master's HA port, with TLS when configured.
+func (c *Client) dial(addr string) (net.Conn, error) {
+	if c.cfg.TLS == nil {
+		return net.DialTimeout("tcp", addr, c.cfg.DialTimeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.DialTimeout)
+	defer cancel()
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: remoting.ClientTLSConfig(c.cfg.TLS, addr)}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	return nc, nil
+}
+
 // session runs one connection: report, then append frames until an error.
 // progressed says whether any frame was accepted.
 func (c *Client) session(addr string) (progressed bool, err error) {
-	nc, err := net.DialTimeout("tcp", addr, c.cfg.DialTimeout)
+	nc, err := c.dial(addr)
 	if err != nil {
 		return false, err
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 // MasterStore is the part of the message store the master side reads
@@ -47,7 +49,11 @@ type ServerConfig struct {
 	// PollInterval bounds how long a writer waits for new data when no
 	// append woke it (Notify) [100ms].
 	PollInterval time.Duration
-	Logger       *slog.Logger // [slog.Default()]
+	// TLS, when set, is how the HA port speaks TLS: the listenPort's tls.server.mode and
+	// certificate, so that enforcing mode refuses plain-text slaves here too. 4.9.7's
+	// HA port has no TLS; its slaves connect in plain text (permissive mode serves them).
+	TLS    *remoting.ServerTLS
+	Logger *slog.Logger // [slog.Default()]
 }
 
 func (c *ServerConfig) setDefaults() {
@@ -109,6 +115,9 @@ func (s *Server) Start() error {
 	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("ha: listen %s: %w", s.cfg.ListenAddr, err)
+	}
+	if s.cfg.TLS != nil {
+		ln = s.cfg.TLS.WrapListener(ln, s.log) // negotiates in each slave's reader
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -280,7 +289,9 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		}
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
-		s.log.Info("slave connected", "slave", c.addr)
+		// Info once it reports ("slave requests offset"): a connection refused by TLS, or
+		// a port scan, is not worth a line each (the refusals are logged rate-limited).
+		s.log.Debug("slave connected", "slave", c.addr)
 		s.wg.Add(1)
 		go c.run()
 	}
@@ -316,7 +327,11 @@ func (c *slaveConn) run() {
 	closed := s.closed
 	s.mu.Unlock()
 	if !closed {
-		s.log.Info("slave disconnected", "slave", c.addr, "ack", c.ack.Load(), "read", rerr, "write", werr)
+		level := slog.LevelInfo
+		if c.ack.Load() < 0 {
+			level = slog.LevelDebug // never reported: never was a slave
+		}
+		s.log.Log(context.Background(), level, "slave disconnected", "slave", c.addr, "ack", c.ack.Load(), "read", rerr, "write", werr)
 	}
 }
 

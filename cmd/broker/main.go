@@ -7,6 +7,10 @@
 // "broker -verify-store <storePathRootDir> [-c broker.conf]" checks a stopped store's
 // files without changing them, prints what is damaged, and exits 0 when it is clean, 1
 // when something is damaged, 2 when it could not check (see verify.go).
+//
+// The tls.* keys (RocketMQ's TlsSystemConfig) come from broker.conf, then from
+// tls.config.file (default /etc/rocketmq/tls.properties) when it exists; docs/tls.md.
+//
 // SIGTERM or SIGINT stops it cleanly: offsets and configs are persisted, the store is
 // flushed and marked clean, and the broker unregisters from its name servers.
 // Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400 and a soft memory limit of
@@ -73,6 +77,16 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "broker: -n:", err)
 			return 1
 		}
+	}
+	// tls.config.file (default /etc/rocketmq/tls.properties), when it exists, over
+	// broker.conf's tls.* keys, as Java's TlsHelper reads it.
+	tlsWarnings, err := cfg.TLS.ApplyFile()
+	for _, w := range tlsWarnings {
+		log.Warn("config: " + w)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		return 1
 	}
 	if *printCfg {
 		fmt.Print(properties.Format(cfg.Properties()))

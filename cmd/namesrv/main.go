@@ -3,8 +3,9 @@
 //	namesrv -c namesrv.conf [-n 0.0.0.0:9876]
 //
 // The config file holds Java NamesrvConfig/NettyServerConfig keys (listenPort,
-// kvConfigPath, ...) and our maxBrokersPerConnection. "namesrv -p" prints the effective
-// configuration and exits.
+// kvConfigPath, ...) and our maxBrokersPerConnection, and the tls.server.* keys, which
+// tls.config.file (default /etc/rocketmq/tls.properties) overrides when it exists.
+// "namesrv -p" prints the effective configuration and exits.
 package main
 
 import (
@@ -61,6 +62,16 @@ func run() int {
 			return 1
 		}
 		cfg.BindAddress = host
+	}
+	// tls.config.file (default /etc/rocketmq/tls.properties), when it exists, over the
+	// config file's tls.* keys, as Java's TlsHelper reads it.
+	tlsWarnings, err := cfg.TLS.ApplyFile()
+	for _, w := range tlsWarnings {
+		log.Warn("config: " + w)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "namesrv:", err)
+		return 1
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -125,6 +125,12 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 		kv["aclEnable"] = "true"
 		kv["aclPlainFile"] = BrokerACLFile(br)
 	}
+	// spec.tls owns the tls.* keys: the mounted Secret's files, mode and client auth. The
+	// Secret's content stays out of the hash (the brokers re-read the files).
+	if br.Spec.TLS != nil {
+		withoutTLSKeys(kv)
+		maps.Copy(kv, tlsConf(br.Spec.TLS, true))
+	}
 	var sb strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(kv)) {
 		fmt.Fprintf(&sb, "%s=%s\n", k, kv[k])

@@ -61,6 +61,10 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, aclVolume(br, acl))
 		mounts = append(mounts, corev1.VolumeMount{Name: brokerACLVolume, MountPath: BrokerACLDir, ReadOnly: true})
 	}
+	if br.Spec.TLS != nil {
+		v, m := tlsVolumeFor(br.Spec.TLS)
+		tpl.Spec.Volumes, mounts = append(tpl.Spec.Volumes, v), append(mounts, m)
+	}
 	probe := tcpProbe("remoting")
 	tpl.Spec.Containers = []corev1.Container{{
 		Name:            "broker",

@@ -2,6 +2,8 @@ package resource
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,13 +61,19 @@ func NameServerAddress(ns *v1alpha1.NameServer) string {
 	return strings.Join(addrs, ";")
 }
 
-// NameServerConf renders namesrv.conf with RocketMQ's key names, metrics on
-// (metrics.go).
+// NameServerConf renders namesrv.conf with RocketMQ's key names, metrics on (metrics.go);
+// spec.tls adds the tls.server.* keys of the mounted Secret's files (sorted, after the
+// others).
 func NameServerConf(ns *v1alpha1.NameServer) string {
-	kv := metricsConf()
-	return fmt.Sprintf("listenPort=%d\nkvConfigPath=%s/kvConfig.json\n", ns.Spec.Ports.ListenPort, nameServerKVDir) +
+	m := metricsConf()
+	conf := fmt.Sprintf("listenPort=%d\nkvConfigPath=%s/kvConfig.json\n", ns.Spec.Ports.ListenPort, nameServerKVDir) +
 		fmt.Sprintf("metricsExporterType=%s\nmetricsPromExporterHost=%s\nmetricsPromExporterPort=%s\n",
-			kv["metricsExporterType"], kv["metricsPromExporterHost"], kv["metricsPromExporterPort"])
+			m["metricsExporterType"], m["metricsPromExporterHost"], m["metricsPromExporterPort"])
+	kv := tlsConf(ns.Spec.TLS, false)
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		conf += k + "=" + kv[k] + "\n"
+	}
+	return conf
 }
 
 func (b *NameServerBuilder) labels() map[string]string {

@@ -53,6 +53,14 @@ func (b *nameServerStatefulSet) Update(obj client.Object) error {
 		tpl.Spec.Volumes = append(tpl.Spec.Volumes, corev1.Volume{Name: kvVolume,
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
+	mounts := []corev1.VolumeMount{
+		{Name: "config", MountPath: nameServerConfDir, ReadOnly: true},
+		{Name: kvVolume, MountPath: nameServerKVDir},
+	}
+	if ns.Spec.TLS != nil {
+		v, m := tlsVolumeFor(ns.Spec.TLS)
+		tpl.Spec.Volumes, mounts = append(tpl.Spec.Volumes, v), append(mounts, m)
+	}
 	probe := tcpProbe("remoting")
 	tpl.Spec.Containers = []corev1.Container{{
 		Name:            "namesrv",
@@ -62,11 +70,8 @@ func (b *nameServerStatefulSet) Update(obj client.Object) error {
 		Ports: []corev1.ContainerPort{{Name: "remoting",
 			ContainerPort: ns.Spec.Ports.ListenPort, Protocol: corev1.ProtocolTCP},
 			metricsContainerPort(DefaultMetricsPort)},
-		Resources: ns.Spec.Resources,
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "config", MountPath: nameServerConfDir, ReadOnly: true},
-			{Name: kvVolume, MountPath: nameServerKVDir},
-		},
+		Resources:      ns.Spec.Resources,
+		VolumeMounts:   mounts,
 		ReadinessProbe: probe,
 		LivenessProbe:  livenessFrom(probe),
 	}}

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"crypto/tls"
+
 	"github.com/openrmq/rocketmq-operator/pkg/acl"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -39,6 +41,16 @@ func (c *Client) WithCredentials(creds Credentials) *Client {
 		cfg.BeforeSend = sign
 	}
 	return &Client{rc: remoting.NewClient(cfg), owned: true, OnCall: c.OnCall}
+}
+
+// WithTLS returns a client whose connections are TLS ones with cfg (the brokers run
+// with tls.server.mode enforcing or permissive), through a remoting client of its own
+// configured like c's otherwise; Close it to release its connections. Chain it with
+// WithCredentials for brokers with both TLS and ACL.
+func (c *Client) WithTLS(cfg *tls.Config) *Client {
+	rc := c.rc.Config()
+	rc.TLS = cfg
+	return &Client{rc: remoting.NewClient(rc), owned: true}
 }
 
 // Close closes the remoting client when c made it (WithCredentials); a client from New

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,9 +13,15 @@ import (
 
 // ClientConfig configures a Client. Zero values take the defaults in brackets.
 type ClientConfig struct {
-	DialTimeout  time.Duration // [3s]
+	DialTimeout  time.Duration // [3s]; with TLS, the handshake too
 	MaxFrameSize int           // [DefaultMaxFrameSize]
 	Logger       *slog.Logger  // [slog.Default()]
+
+	// TLS, when set, makes every connection a TLS one (Java's tls.enable / useTLS) with
+	// this configuration. Without a ServerName, each connection's is the host of the
+	// address it dials, for SNI and for the certificate check when the configuration
+	// makes one. MinVersion below TLS 1.2 is raised to it.
+	TLS *tls.Config
 
 	// BeforeSend, when set, sees every request Invoke, InvokeAsync and InvokeOneway send,
 	// just before it is written, and may change it: the Java client's
@@ -144,7 +151,7 @@ func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 }
 
 func (cl *Client) dial(addr string, call *dialCall) {
-	nc, err := net.DialTimeout("tcp", addr, cl.cfg.DialTimeout)
+	nc, err := cl.dialConn(addr)
 	cl.mu.Lock()
 	delete(cl.dialing, addr)
 	if err == nil && cl.closed {
@@ -174,6 +181,41 @@ func (cl *Client) dial(addr string, call *dialCall) {
 		}
 		cl.mu.Unlock()
 	}()
+}
+
+// dialConn opens a TCP connection to addr and, with ClientConfig.TLS, completes a TLS
+// handshake over it, all within DialTimeout.
+func (cl *Client) dialConn(addr string) (net.Conn, error) {
+	if cl.cfg.TLS == nil {
+		return net.DialTimeout("tcp", addr, cl.cfg.DialTimeout)
+	}
+	cfg := ClientTLSConfig(cl.cfg.TLS, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), cl.cfg.DialTimeout)
+	defer cancel()
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: cfg}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	return nc, nil
+}
+
+// ClientTLSConfig is cfg as a connection to addr uses it: ServerName the host of addr
+// unless set, MinVersion at least TLS 1.2. cfg is not changed.
+func ClientTLSConfig(cfg *tls.Config, addr string) *tls.Config {
+	if cfg.ServerName != "" && cfg.MinVersion >= tls.VersionTLS12 {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg.ServerName = host
+	}
+	cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
+	return cfg
 }
 
 // dispatch serves a server-initiated request on its own goroutine, so a slow handler

@@ -3,8 +3,10 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -21,7 +23,14 @@ var (
 // hands requests to its dispatcher and matches responses to pending invocations.
 // Another goroutine writes the frames Send queues, whole and in order.
 type Conn struct {
+	raw net.Conn // the TCP connection: addresses, Close
+	// nc is what frames are read from and written to: raw, or a TLS connection over it.
+	// A server's connection negotiates TLS on its reader first (ServerTLS); nc is set
+	// before ready is closed, and writeLoop waits for ready. Nil ready: nothing to
+	// negotiate.
 	nc       net.Conn
+	ready    chan struct{}
+	tlsState atomic.Pointer[tls.ConnectionState]
 	cfg      connConfig
 	log      *slog.Logger
 	host     string // the peer's IP address, for per-address limits and logs
@@ -60,6 +69,11 @@ type connConfig struct {
 	log            *slog.Logger // with the remote address added
 	events         *logLimiter  // nil: every event is logged
 	counts         *eventCounts // nil: not counted (dialed connections)
+	// tls, when set, is negotiated with the peer before the first frame (a server's
+	// connection), with tlsConfig; the outcome is counted in tlsCounters.
+	tls         *ServerTLS
+	tlsConfig   *tls.Config
+	tlsCounters *TLSCounters
 }
 
 // dialedConnConfig is the configuration of a connection this side opened: its peer is
@@ -80,6 +94,7 @@ func newConn(nc net.Conn, cfg connConfig, dispatch func(*Conn, *Command)) *Conn 
 		host = addr
 	}
 	c := &Conn{
+		raw:      nc,
 		nc:       nc,
 		cfg:      cfg,
 		log:      cfg.log.With("remote", addr),
@@ -89,8 +104,24 @@ func newConn(nc net.Conn, cfg connConfig, dispatch func(*Conn, *Command)) *Conn 
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+	if cfg.tls != nil {
+		c.ready = make(chan struct{})
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		c.tlsState.Store(&st)
+	}
 	queued.register(c)
 	return c
+}
+
+// TLS returns the state of the connection's TLS session; false for plain text (and
+// while a server's connection has not finished its handshake).
+func (c *Conn) TLS() (tls.ConnectionState, bool) {
+	if st := c.tlsState.Load(); st != nil {
+		return *st, true
+	}
+	return tls.ConnectionState{}, false
 }
 
 // event logs ev about this connection, rate-limited per peer address when configured.
@@ -102,10 +133,10 @@ func (c *Conn) event(ev *logEvent, args ...any) {
 }
 
 // RemoteAddr is the peer's address as host:port.
-func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
+func (c *Conn) RemoteAddr() string { return c.raw.RemoteAddr().String() }
 
 // LocalAddr is this side's address as host:port.
-func (c *Conn) LocalAddr() string { return c.nc.LocalAddr().String() }
+func (c *Conn) LocalAddr() string { return c.raw.LocalAddr().String() }
 
 // Done is closed when the connection has closed.
 func (c *Conn) Done() <-chan struct{} { return c.done }
@@ -148,7 +179,9 @@ func (c *Conn) closeWith(err error) {
 	c.writeMu.Unlock()
 	queued.unregister(c)
 
-	c.nc.Close()
+	// The TCP connection, not a TLS one's close_notify: that is a write, which a peer
+	// that does not read would hold up.
+	c.raw.Close()
 	for _, ch := range pending {
 		close(ch)
 	}
@@ -160,7 +193,15 @@ func (c *Conn) closeWith(err error) {
 // be trusted. So does a peer silent for idleTimeout or slower than frameTimeout.
 func (c *Conn) readLoop() {
 	go c.writeLoop() // lives as long as the connection, which readLoop closes on exit
+	var pending []byte
+	if c.cfg.tls != nil {
+		var ok bool
+		if pending, ok = c.negotiate(); !ok {
+			return
+		}
+	}
 	d := newDeadlineReader(c.nc, c.cfg.idleTimeout, c.cfg.frameTimeout)
+	d.pending = pending
 	r := bufio.NewReaderSize(d, 64<<10)
 	for {
 		d.nextFrame(r.Buffered())
@@ -180,6 +221,35 @@ func (c *Conn) readLoop() {
 		}
 		c.dispatch(c, cmd)
 	}
+}
+
+// negotiate settles plain text or TLS with a server's peer (ServerTLS) and sets nc. It
+// returns the bytes read to decide, which the frame reader reads first, and false when
+// it closed the connection.
+func (c *Conn) negotiate() ([]byte, bool) {
+	nc, pending, err := c.cfg.tls.negotiate(c.raw, c.cfg.tlsConfig)
+	tc, isTLS := nc.(*tls.Conn)
+	if c.cfg.tlsCounters != nil {
+		c.cfg.tlsCounters.count(isTLS, err)
+	}
+	if err != nil {
+		select {
+		case <-c.done: // closed by us (shutdown): the error is the consequence
+		default:
+			if ev := tlsEvent(err); ev != nil {
+				c.event(ev, "err", err)
+			}
+			c.closeWith(fmt.Errorf("%w: %w", ErrClosed, err))
+		}
+		return nil, false
+	}
+	if isTLS {
+		st := tc.ConnectionState()
+		c.tlsState.Store(&st)
+	}
+	c.nc = nc
+	close(c.ready)
+	return pending, true
 }
 
 func (c *Conn) closeOnReadError(err error) {
@@ -285,19 +355,32 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 // the writer.
 const maxUnsentBytes = 4 << 20
 
+// tlsWriteBuffer is what a TLS connection's writer gathers before it writes: the
+// frames of a round leave in records of up to 16 KiB, the most one holds, rather than
+// one record per header and body part (a tls.Conn has no writev).
+const tlsWriteBuffer = 16 << 10
+
 // writeLoop writes queued frames until the connection closes, then drops the rest.
 func (c *Conn) writeLoop() {
+	if c.ready != nil {
+		select {
+		case <-c.ready:
+		case <-c.done:
+			c.dropQueued()
+			return
+		}
+	}
+	var w io.Writer = c.nc
+	var bw *bufio.Writer
+	if _, ok := c.nc.(*tls.Conn); ok {
+		bw = bufio.NewWriterSize(c.nc, tlsWriteBuffer)
+		w = bw
+	}
 	for {
 		select {
 		case <-c.wake:
 		case <-c.done:
-			c.writeMu.Lock()
-			rest := c.outq
-			c.outq = nil
-			c.writeMu.Unlock()
-			for i := range rest {
-				rest[i].drop()
-			}
+			c.dropQueued()
 			return
 		}
 		c.writeMu.Lock()
@@ -312,7 +395,10 @@ func (c *Conn) writeLoop() {
 			vec = append(vec, batch[i].parts...)
 		}
 		bufs := vec // WriteTo consumes its receiver
-		n, err := bufs.WriteTo(c.nc)
+		n, err := bufs.WriteTo(w)
+		if err == nil && bw != nil {
+			err = bw.Flush()
+		}
 		if err != nil {
 			c.closeWith(fmt.Errorf("%w: write: %v", ErrClosed, err))
 		}
@@ -338,6 +424,17 @@ func (c *Conn) writeLoop() {
 			c.flushed = nil
 		}
 		c.writeMu.Unlock()
+	}
+}
+
+// dropQueued drops the frames writeLoop will never write: the connection closed.
+func (c *Conn) dropQueued() {
+	c.writeMu.Lock()
+	rest := c.outq
+	c.outq = nil
+	c.writeMu.Unlock()
+	for i := range rest {
+		rest[i].drop()
 	}
 }
 

@@ -29,6 +29,8 @@ type deadlineReader struct {
 	last    time.Time     // when bytes last arrived (or the connection opened)
 	frameAt time.Time     // when the frame being read began; zero between frames
 	armed   time.Time     // the deadline set on nc; zero: none
+	// pending is read before nc: the bytes a server read to tell TLS from plain text.
+	pending []byte
 }
 
 func newDeadlineReader(nc net.Conn, idle, frame time.Duration) *deadlineReader {
@@ -46,6 +48,15 @@ func (d *deadlineReader) nextFrame(buffered int) {
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
+	if len(d.pending) > 0 {
+		n := copy(p, d.pending)
+		d.pending = d.pending[n:]
+		d.last = time.Now()
+		if d.frameAt.IsZero() {
+			d.frameAt = d.last
+		}
+		return n, nil
+	}
 	if d.idle <= 0 && d.frame <= 0 {
 		return d.nc.Read(p)
 	}

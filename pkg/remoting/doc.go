@@ -57,4 +57,15 @@
 //
 // Closing for any of these is logged once per remote address and event, then counted
 // for a minute (lograte.go).
+//
+// # TLS
+//
+// With ServerConfig.TLS a server's listeners speak TLS as RocketMQ's tls.server.mode
+// says: disabled, permissive (TLS and plain text on one port) or enforcing. The first
+// bytes a peer sends tell a ClientHello (0x16) from a frame (whose first byte is at most
+// 0x01), read on the connection's own goroutine under a handshake deadline, then handed
+// to the frame reader or to the TLS handshake (tls.go). Refusals and failed handshakes
+// are logged as above and counted (Server.TLSCounters). ClientConfig.TLS makes a
+// Client's connections TLS ones. The certificates, their reloading and RocketMQ's tls.*
+// keys are package pkg/tlsconfig's.
 package remoting

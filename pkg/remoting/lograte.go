@@ -25,6 +25,11 @@ var (
 	evIdle         = &logEvent{slog.LevelInfo, "closing idle connection", "idle timeouts", EventIdle}
 	evUnread       = &logEvent{slog.LevelWarn, "closing connection whose peer does not read", "closes for unread data", EventUnread}
 	evRefused      = &logEvent{slog.LevelWarn, "refusing connection", "refused connections", EventRefused}
+
+	evPlainRefused     = &logEvent{slog.LevelWarn, "refusing plain-text connection: tls.server.mode is enforcing", "plain-text connections refused", EventPlainRefused}
+	evTLSRefused       = &logEvent{slog.LevelWarn, "refusing TLS connection: tls.server.mode is disabled", "TLS connections refused", EventTLSRefused}
+	evHandshakeFailed  = &logEvent{slog.LevelWarn, "closing connection: TLS handshake failed", "failed TLS handshakes", EventHandshakeFailed}
+	evHandshakeTimeout = &logEvent{slog.LevelWarn, "closing connection: TLS handshake not finished in time", "TLS handshake timeouts", EventHandshakeTimeout}
 )
 
 // ConnEvent is a kind of connection a server closed or refused for misbehaving.
@@ -32,18 +37,23 @@ type ConnEvent int
 
 // Connection events, as ServerStats counts them.
 const (
-	EventMalformed    ConnEvent = iota // a frame or header that does not decode
-	EventOversized                     // a frame longer than the server's maximum
-	EventFrameTimeout                  // a frame not whole in time (serverFrameReadTimeoutMillis)
-	EventIdle                          // nothing received for serverChannelMaxIdleTimeSeconds
-	EventUnread                        // a peer that does not read its replies
-	EventRefused                       // a connection over the connection limits
+	EventMalformed        ConnEvent = iota // a frame or header that does not decode
+	EventOversized                         // a frame longer than the server's maximum
+	EventFrameTimeout                      // a frame not whole in time (serverFrameReadTimeoutMillis)
+	EventIdle                              // nothing received for serverChannelMaxIdleTimeSeconds
+	EventUnread                            // a peer that does not read its replies
+	EventRefused                           // a connection over the connection limits
+	EventPlainRefused                      // plain text under tls.server.mode=enforcing
+	EventTLSRefused                        // a TLS ClientHello under tls.server.mode=disabled
+	EventHandshakeFailed                   // a TLS handshake that failed
+	EventHandshakeTimeout                  // a TLS handshake not finished in time
 	numConnEvents
 )
 
 // Name is the event's label value in metrics.
 func (e ConnEvent) Name() string {
-	return [...]string{"malformed", "oversized", "frame_timeout", "idle", "unread", "refused"}[e]
+	return [...]string{"malformed", "oversized", "frame_timeout", "idle", "unread", "refused",
+		"plain_refused", "tls_refused", "tls_handshake_failed", "tls_handshake_timeout"}[e]
 }
 
 // ConnEvents lists every ConnEvent.

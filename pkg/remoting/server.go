@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,8 +53,14 @@ type ServerConfig struct {
 	// limit (GOMEMLIMIT) when lower]
 	MaxQueuedBytesTotal int64
 
+	// TLS, when set, is how every listener of the server speaks TLS (tls.server.mode):
+	// nil serves plain text only and reads a ClientHello as a malformed frame. With TLS
+	// on, MaxFrameSize is held below 352 MiB, where a frame's first byte could be taken
+	// for a ClientHello's (see ServerTLS).
+	TLS *ServerTLS
+
 	Logger    *slog.Logger // [slog.Default()]
-	OnConnect func(*Conn)  // called when a connection is accepted
+	OnConnect func(*Conn)  // called when a connection is accepted, before TLS
 	OnClose   func(*Conn)  // called once a connection has closed
 	// BeforeHandle, when set, runs on the pool worker ahead of the handler of every
 	// request routed by Handle; a non-nil result answers the request instead. It is the
@@ -101,6 +108,8 @@ type Server struct {
 	cancel   context.CancelFunc
 	routes   map[int16]route
 	fallback *Pool
+	tlsCfg   *tls.Config // cfg.TLS's, with its floor of TLS 1.2
+	tlsCount TLSCounters
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -134,6 +143,9 @@ func NewServer(cfg ServerConfig) *Server {
 		conns:   make(map[*Conn]struct{}),
 		perHost: make(map[string]int),
 	}
+	if cfg.TLS != nil {
+		s.tlsCfg = cfg.TLS.serverConfig()
+	}
 	s.fallback = s.NewPool("default", 8, 10000)
 	go s.flushLogCounts()
 	return s
@@ -154,8 +166,15 @@ func (cfg ServerConfig) withDefaults() ServerConfig {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.TLS != nil {
+		cfg.MaxFrameSize = min(cfg.MaxFrameSize, maxPlainFrameSize)
+	}
 	return cfg
 }
+
+// TLSCounters counts the connections by how TLS negotiation ended; zero without
+// ServerConfig.TLS.
+func (s *Server) TLSCounters() *TLSCounters { return &s.tlsCount }
 
 // orDefault sets *v to def unless it is positive.
 func orDefault[T int | int64](v *T, def T) {
@@ -272,6 +291,9 @@ func (s *Server) serveConn(nc net.Conn) {
 		log:            s.log,
 		events:         s.events,
 		counts:         &s.counts,
+		tls:            s.cfg.TLS,
+		tlsConfig:      s.tlsCfg,
+		tlsCounters:    &s.tlsCount,
 	}, s.dispatch)
 	s.mu.Lock()
 	if s.closing.Load() {

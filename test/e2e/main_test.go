@@ -235,6 +235,7 @@ func (p *proc) stop(sig syscall.Signal) error {
 // brokerProc is a running bin/broker with its own store folder.
 type brokerProc struct {
 	name, addr, dir, conf string
+	namesrv               string // -n: the e2e name server unless extra["namesrvAddr"] says
 	p                     *proc
 }
 
@@ -246,7 +247,10 @@ func newBroker(parent, name string, extra map[string]string) (*brokerProc, error
 	} else {
 		port = freePort(2)
 	}
-	b := &brokerProc{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), dir: filepath.Join(parent, name)}
+	b := &brokerProc{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), dir: filepath.Join(parent, name), namesrv: namesrvAddr}
+	if ns, ok := extra["namesrvAddr"]; ok {
+		b.namesrv = ns
+	}
 	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -273,7 +277,7 @@ func newBroker(parent, name string, extra map[string]string) (*brokerProc, error
 }
 
 func (b *brokerProc) start() error {
-	p, err := startProc(filepath.Join(b.dir, "broker.log"), filepath.Join(binDir, "broker"), "-c", b.conf, "-n", namesrvAddr)
+	p, err := startProc(filepath.Join(b.dir, "broker.log"), filepath.Join(binDir, "broker"), "-c", b.conf, "-n", b.namesrv)
 	if err != nil {
 		return err
 	}

@@ -173,6 +173,11 @@ const NamesrvReadyLine = "The Name Server boot success"
 // StartOurNamesrv starts bin/namesrv (bin is its path) on a free loopback port with its
 // files under dir, and waits until it says it booted and accepts connections.
 func StartOurNamesrv(ctx context.Context, bin, dir string) (*Namesrv, error) {
+	return StartOurNamesrvConf(ctx, bin, dir, nil)
+}
+
+// StartOurNamesrvConf is StartOurNamesrv with extra config keys (tls.*, say).
+func StartOurNamesrvConf(ctx context.Context, bin, dir string, extra map[string]string) (*Namesrv, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -181,10 +186,12 @@ func StartOurNamesrv(ctx context.Context, bin, dir string) (*Namesrv, error) {
 		return nil, err
 	}
 	conf := filepath.Join(dir, "namesrv.conf")
-	if err := writeConf(conf, map[string]string{
+	kv := map[string]string{
 		"listenPort":   fmt.Sprint(port),
 		"kvConfigPath": filepath.Join(dir, "kvConfig.json"),
-	}); err != nil {
+	}
+	maps.Copy(kv, extra)
+	if err := writeConf(conf, kv); err != nil {
 		return nil, err
 	}
 	p, err := Start(Spec{Name: "namesrv", Path: bin, Args: []string{"-c", conf}, Dir: dir, LogPath: filepath.Join(dir, "namesrv.log")})

@@ -41,7 +41,8 @@ import org.apache.rocketmq.remoting.protocol.RemotingCommand;
  *
  * The remoting serialization (JSON or ROCKETMQ binary headers) comes from the JVM
  * (-Drocketmq.serialize.type) and is printed as "SERIALIZE <type>"; the VIP channel from
- * -Dcom.rocketmq.sendMessageWithVIPChannel and printed as "VIP <bool>".
+ * -Dcom.rocketmq.sendMessageWithVIPChannel and printed as "VIP <bool>"; TLS from
+ * -Dtls.enable (and the tls.client.* properties) and printed as "TLS <bool>".
  */
 public final class BrokerClient {
     static final String TEXT = "héllo wörld 世界 a=b;c:d";
@@ -95,6 +96,7 @@ public final class BrokerClient {
         int status = 1;
         try {
             System.out.println("SERIALIZE " + RemotingCommand.createRequestCommand(0, null).getSerializeTypeCurrentRPC());
+            System.out.println("TLS " + org.apache.rocketmq.remoting.netty.TlsSystemConfig.tlsEnable);
             status = run(args) ? 0 : 1;
         } catch (Throwable t) {
             System.out.println("RESULT FAIL " + t);
