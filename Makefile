@@ -35,7 +35,9 @@ manifests: ## Generate CRDs and RBAC under config/ (and the chart's copy of the 
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/sync-chart-crds.sh
 
-IMAGE ?= openrmq/rocketmq-operator:dev
+# The one version (internal/version): image tag, chart appVersion, samples, default pod image.
+VERSION ?= $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/version/version.go)
+IMAGE ?= openrmq/rocketmq-operator:$(VERSION)
 
 .PHONY: image
 image: build ## Assemble the container image as bin/image.tar (docker load -i) without a Docker engine.
