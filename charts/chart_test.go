@@ -12,6 +12,7 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/strvals"
 	"sigs.k8s.io/yaml"
 )
 
@@ -149,4 +150,38 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestChartValuesSchema: values.schema.json refuses a bad value at install with a message
+// naming it (`helm install --set replicaCount=abc` once rendered a Deployment the API
+// server refused), and admits the defaults and the README's settings.
+func TestChartValuesSchema(t *testing.T) {
+	chrt, err := loader.Load("rocketmq-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate := func(set string) error {
+		vals := map[string]any{}
+		if set != "" {
+			if err := strvals.ParseInto(set, vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := chartutil.ToRenderValuesWithSchemaValidation(chrt, vals,
+			common.ReleaseOptions{Name: "rmq", Namespace: "ops", IsInstall: true}, common.DefaultCapabilities, false)
+		return err
+	}
+	for _, ok := range []string{"", "image.repository=openrmq/rocketmq-operator,image.tag=0.1.0", "replicaCount=2,leaderElection=false",
+		"watchNamespaces={a,b}", "logLevel=3"} {
+		if err := validate(ok); err != nil {
+			t.Errorf("--set %q refused: %v", ok, err)
+		}
+	}
+	for set, field := range map[string]string{"replicaCount=abc": "replicaCount", "image.pullPolicy=Sometimes": "pullPolicy",
+		"metrics.port=0": "port", "leaderElection=maybe": "leaderElection", "replicaCont=2": "replicaCont"} {
+		err := validate(set)
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("--set %s: err = %v, want a schema error naming %s", set, err, field)
+		}
+	}
 }

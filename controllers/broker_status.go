@@ -63,7 +63,7 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 	br.Status.Replicas = want
 	br.Status.ReadyReplicas = ready
 	br.Status.ReadySummary = fmt.Sprintf("%d/%d", ready, want)
-	workloadConditions(&br.Status.Conditions, br.Generation, sets, ready, want)
+	workloadConditions(&br.Status.Conditions, br.Generation, sets, st.pods, ready, want)
 	return 0, nil
 }
 

@@ -3,7 +3,6 @@ package controllers
 import (
 	"os"
 	"path/filepath"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -32,9 +31,10 @@ var _ = Describe("config/samples", func() {
 		Eventually(func(g Gomega) {
 			cg := &v1alpha1.ConsumerGroup{}
 			g.Expect(get(cg, ns, "billing")()).To(Succeed())
+			// No reset in the sample: it once reset topic orders, which nothing created, and
+			// the group stayed Degraded (OffsetResetFailed every 15 s).
 			g.Expect(meta.IsStatusConditionTrue(cg.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
-			g.Expect(cg.Status.LastOffsetReset).NotTo(BeNil())
-			g.Expect(strings.HasPrefix(cg.Status.LastOffsetReset.ID, "replay-")).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(cg.Status.Conditions, v1alpha1.ConditionDegraded)).To(BeFalse())
 		}).Should(Succeed())
 		br := &v1alpha1.Broker{}
 		Expect(get(br, ns, "rmq")()).To(Succeed())
