@@ -71,6 +71,10 @@ test-tz: ## The clock-driven packages once in each of TZ_ZONES: no test may depe
 test-compat: build ## Compatibility suite against the official Java client and Java broker.
 	hack/compat.sh
 
+.PHONY: test-k8s
+test-k8s: ## End-to-end suite on a single-node Kubernetes built here (test/e2e-k8s; root; ~15 min cold).
+	hack/test-k8s.sh
+
 .PHONY: fuzz
 fuzz: ## Fuzz the remoting frame and header decoders for FUZZTIME (default 60s).
 	$(GO) test ./pkg/remoting -run '^$$' -fuzz FuzzDecodeFrame -fuzztime $(FUZZTIME)
@@ -88,6 +92,14 @@ bench-java: ## Our broker vs the Java 4.9.7 broker under bin/rmqbench (~5 min); 
 .PHONY: quickstart
 quickstart: build ## Run a name server and a broker on loopback until Ctrl-C.
 	hack/quickstart.sh "$(QUICKSTART_DIR)"
+
+.PHONY: cluster-up
+cluster-up: ## A single-node Kubernetes v1.37.2 on this machine, from Go modules and Debian packages (root).
+	@hack/cluster/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the cluster-up cluster: processes by PID, mounts, bridge, iptables rules.
+	@hack/cluster/down.sh
 
 .PHONY: help
 help: ## Show this help.
