@@ -277,6 +277,9 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		Expect(k8s.Delete(ctx, master)).To(Succeed())
 		Eventually(func() bool { // the master has left the route
 			r := routeFrom(addrs[0], htopic)
+			if r == nil {
+				return false
+			}
 			for _, bd := range r.BrokerDatas {
 				if bd.BrokerName == "broker-a" {
 					_, has := bd.BrokerAddrs[0]
