@@ -140,21 +140,35 @@ var _ = AfterSuite(func() {
 })
 
 // cleanup removes everything the suite makes; BeforeSuite runs it too, after a run that
-// was interrupted (or kept with K8S_E2E_KEEP=1).
+// was interrupted (or kept with K8S_E2E_KEEP=1). The samples go first, while the operator
+// still runs to release their finalizers (a ConsumerGroup with deletionPolicy Delete).
 func cleanup() {
-	for _, ns := range []string{samplesNS, samplesNS + "-x"} {
-		_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	gone := func(ns string, within time.Duration) bool {
+		deadline := time.Now().Add(within)
+		for time.Now().Before(deadline) {
+			err := k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+			if apierrors.IsNotFound(err) {
+				return true
+			}
+			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			time.Sleep(time.Second)
+		}
+		return false
+	}
+	if !gone(samplesNS, 2*time.Minute) {
+		// No operator to finish them (an interrupted run): drop the finalizers.
+		var groups v1alpha1.ConsumerGroupList
+		_ = k8s.List(ctx, &groups, client.InNamespace(samplesNS))
+		for i := range groups.Items {
+			g := &groups.Items[i]
+			base := g.DeepCopy()
+			g.Finalizers = nil
+			_ = k8s.Patch(ctx, g, client.MergeFrom(base))
+		}
+		Expect(gone(samplesNS, 2*time.Minute)).To(BeTrue(), "namespace %s not gone", samplesNS)
 	}
 	helmUninstall()
-	for _, ns := range []string{samplesNS, samplesNS + "-x", operatorNS} {
-		Eventually(func() bool {
-			err := k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
-			if err == nil && ns == operatorNS {
-				_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-			}
-			return apierrors.IsNotFound(err)
-		}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeTrue(), "namespace %s not gone", ns)
-	}
+	Expect(gone(operatorNS, 2*time.Minute)).To(BeTrue(), "namespace %s not gone", operatorNS)
 	for _, crd := range []string{"nameservers", "brokers", "consumergroups"} {
 		_ = k8s.Delete(ctx, &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd + ".rocketmq.openrmq.io"}})
 	}
