@@ -185,3 +185,59 @@ func TestChartValuesSchema(t *testing.T) {
 		}
 	}
 }
+
+// grants reports whether rules allow verb on resource of group.
+func grants(rules any, group, resource, verb string) bool {
+	list, _ := rules.([]any)
+	for _, r := range list {
+		rule := r.(map[string]any)
+		in := func(key, want string) bool {
+			vals, _ := rule[key].([]any)
+			for _, v := range vals {
+				if v == want || v == "*" {
+					return true
+				}
+			}
+			return false
+		}
+		if in("apiGroups", group) && in("resources", resource) && in("verbs", verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChartGrantsWhatIsUsed: controller-runtime's leader election records core Events in
+// the operator's namespace (the Role once allowed events.k8s.io only, and every one was
+// refused); OpenShift's owner-reference check needs update on the owners' finalizers
+// before the operator may create their children.
+func TestChartGrantsWhatIsUsed(t *testing.T) {
+	objs := render(t, nil)
+	role := objs["Role/rmq-rocketmq-operator-leader-election"]["rules"]
+	for _, verb := range []string{"create", "patch"} {
+		if !grants(role, "", "events", verb) {
+			t.Errorf("the leader-election Role does not allow %s on core events", verb)
+		}
+	}
+	if !grants(role, "coordination.k8s.io", "leases", "update") {
+		t.Error("the leader-election Role does not allow updating leases")
+	}
+	cluster := objs["ClusterRole/rmq-rocketmq-operator"]["rules"]
+	for _, r := range []string{"nameservers/finalizers", "brokers/finalizers", "consumergroups/finalizers"} {
+		if !grants(cluster, "rocketmq.openrmq.io", r, "update") {
+			t.Errorf("the ClusterRole does not allow update on %s", r)
+		}
+	}
+	// kustomize's Role says the same.
+	data, err := os.ReadFile("../config/rbac/leader_election_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kust := map[string]any{}
+	if err := yaml.Unmarshal(data, &kust); err != nil {
+		t.Fatal(err)
+	}
+	if !grants(kust["rules"], "", "events", "create") {
+		t.Error("config/rbac/leader_election_role.yaml does not allow core events")
+	}
+}
