@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -194,10 +195,10 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		liveSeen.reset()
 
 		t0 := time.Now()
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cg), cg)).To(Succeed())
-		cg.Spec.OffsetReset = &v1alpha1.OffsetReset{ID: "e2e-" + runID, Topic: rtopic,
-			Timestamp: &metav1.Time{Time: ts}}
-		Expect(k8s.Update(ctx, cg)).To(Succeed())
+		edit(cg, func() {
+			cg.Spec.OffsetReset = &v1alpha1.OffsetReset{ID: "e2e-" + runID, Topic: rtopic,
+				Timestamp: &metav1.Time{Time: ts}}
+		})
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cg), cg)).To(Succeed())
 			g.Expect(cg.Status.LastOffsetReset).NotTo(BeNil())
@@ -212,9 +213,7 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 
 		// A second reset while the group is offline; a consumer started afterwards gets
 		// exactly the same messages.
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cg), cg)).To(Succeed())
-		cg.Spec.OffsetReset.ID = "e2e-again-" + runID
-		Expect(k8s.Update(ctx, cg)).To(Succeed())
+		edit(cg, func() { cg.Spec.OffsetReset.ID = "e2e-again-" + runID })
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cg), cg)).To(Succeed())
 			g.Expect(cg.Status.LastOffsetReset).NotTo(BeNil())
@@ -373,6 +372,18 @@ func init() {
 	apiextGVK.Group, apiextGVK.Version = "apiextensions.k8s.io", "v1"
 }
 
+// edit reads obj, applies change and updates it, again on a conflict with the operator's
+// own writes (a finalizer, the status).
+func edit(obj client.Object, change func()) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return k8s.Update(ctx, obj)
+	})).To(Succeed())
+}
+
 func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
 
 // waitOperatorReady waits for the release's Deployment to be available and returns its
@@ -429,10 +440,8 @@ func brokerPods() map[string]string {
 }
 
 func scaleNameServer(n int32) {
-	nsrv := &v1alpha1.NameServer{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "ns"}, nsrv)).To(Succeed())
-	nsrv.Spec.Replicas = n
-	Expect(k8s.Update(ctx, nsrv)).To(Succeed())
+	nsrv := &v1alpha1.NameServer{ObjectMeta: metav1.ObjectMeta{Namespace: samplesNS, Name: "ns"}}
+	edit(nsrv, func() { nsrv.Spec.Replicas = n })
 	Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(nsrv), nsrv)).To(Succeed())
 		g.Expect(nsrv.Status.ObservedGeneration).To(Equal(nsrv.Generation))
