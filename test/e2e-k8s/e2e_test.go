@@ -257,7 +257,9 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		htopic := "E2EFailover"
 		createTopic(nsAddr, htopic, 4)
 		produceGo(addrs, htopic, "ha", 2000)
-		Eventually(func() bool { return slavesCaughtUp(htopic) }).WithTimeout(time.Minute).Should(BeTrue())
+		// Slaves copy topic configs from their master every 10 s: a slave that never got
+		// the topic's config refuses to serve it.
+		Eventually(func() bool { return slavesCaughtUp(htopic) && slavesKnow(htopic) }).WithTimeout(time.Minute).Should(BeTrue())
 		acked := storedOn(htopic, "broker-a")
 		Expect(acked).To(BeNumerically(">", 0))
 
@@ -579,6 +581,30 @@ func slavesCaughtUp(t string) bool {
 				if got, err := cl.MaxOffset(cctx, s); err != nil || got != want {
 					return false
 				}
+			}
+		}
+	}
+	return true
+}
+
+// slavesKnow: every slave of the route has t's topic config (GET_ALL_TOPIC_CONFIG).
+func slavesKnow(t string) bool {
+	route := routeFrom(nsAddr(), t)
+	if route == nil {
+		return false
+	}
+	rc := remoting.NewClient(remoting.ClientConfig{})
+	defer rc.Close()
+	for _, bd := range route.BrokerDatas {
+		for id, addr := range bd.BrokerAddrs {
+			if id == 0 {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			resp, err := rc.Invoke(cctx, addr, remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil))
+			cancel()
+			if err != nil || resp.Code != remoting.Success || !strings.Contains(string(resp.Body), `"`+t+`"`) {
+				return false
 			}
 		}
 	}
