@@ -55,8 +55,9 @@ var _ = Describe("spec.networkPolicy", func() {
 		Expect(get(np, ns, "ns-nameserver")()).To(Succeed())
 		Expect(np.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(res.InstanceLabel, "ns"))
 		Expect(np.Spec.Ingress).To(HaveLen(1))
-		Expect(np.Spec.Ingress[0].Ports).To(HaveLen(1))
+		Expect(np.Spec.Ingress[0].Ports).To(HaveLen(2)) // remoting and the address server
 		Expect(np.Spec.Ingress[0].Ports[0].Port.IntVal).To(Equal(int32(9876)))
+		Expect(np.Spec.Ingress[0].Ports[1].Port.IntVal).To(Equal(int32(8080)))
 
 		// A Broker that references it is admitted; one that does not is not.
 		Expect(k8s.Create(ctx, newBroker(ns, "rmq"))).To(Succeed())
