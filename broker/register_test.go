@@ -71,7 +71,7 @@ func TestRegistrationRetriedWithinSeconds(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // a few failed attempts: the backoff grows
 
 	ns := startNameServer(t, port)
-	took := waitKnown(t, nsAddr, "broker-test", 3*time.Second)
+	took := waitKnown(t, nsAddr, "broker-test", 5*time.Second)
 	t.Logf("registered %v after the name server started", took.Round(time.Millisecond))
 	if err := tb.Ready(); err != nil {
 		t.Errorf("registered but not ready: %v", err)
@@ -86,7 +86,7 @@ func TestRegistrationRetriedWithinSeconds(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	ns = startNameServer(t, port)
 	defer ns.Shutdown(context.Background())
-	took = waitKnown(t, nsAddr, "broker-test", 3*time.Second)
+	took = waitKnown(t, nsAddr, "broker-test", 5*time.Second)
 	t.Logf("registered again %v after the name server restarted", took.Round(time.Millisecond))
 }
 
