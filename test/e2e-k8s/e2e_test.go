@@ -299,6 +299,7 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		Expect(pc.Start()).To(Succeed())
 		defer pc.Shutdown()
 		var fromSlave int64
+		failures, lastFailure := 0, ""
 		for q := range 4 {
 			mq := &primitive.MessageQueue{Topic: htopic, BrokerName: "broker-a", QueueId: q}
 			var off int64
@@ -307,6 +308,7 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 				defer cancel()
 				res, err := pc.PullFrom(cctx, mq, off, 32)
 				if err != nil {
+					failures, lastFailure = failures+1, err.Error()
 					return false
 				}
 				if res.Status == primitive.PullFound {
@@ -314,14 +316,18 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 					off = res.NextBeginOffset
 					return false
 				}
+				if res.Status != primitive.PullNoNewMsg {
+					failures, lastFailure = failures+1, fmt.Sprintf("status %v", res.Status)
+				}
 				return res.Status == primitive.PullNoNewMsg
-			}).WithTimeout(time.Minute).WithPolling(10 * time.Millisecond).Should(BeTrue(), "queue %d read up to %d", q, off)
+			}).WithTimeout(2*time.Minute).WithPolling(10*time.Millisecond).Should(BeTrue(), "queue %d read up to %d", q, off)
 		}
 		Expect(fromSlave).To(Equal(acked))
 		p := &corev1.Pod{}
 		masterBack := k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq-broker-a-0"}, p) == nil && p.UID != oldUID && podIsReady(p)
 		Expect(masterBack).To(BeFalse(), "the master came back: the slave was not put to the test")
-		report("with broker-a's master gone, the group read all %d of broker-a's messages from its slave, %s after the deletion", fromSlave, since(t0))
+		report("with broker-a's master gone, the group read all %d of broker-a's messages from its slave, %s after the deletion (%d failed pulls, the last: %s)",
+			fromSlave, since(t0), failures, lastFailure)
 
 		uncordon()
 		Eventually(func(g Gomega) {
