@@ -262,6 +262,7 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		Eventually(func() bool { return slavesCaughtUp(htopic) && slavesKnow(htopic) }).WithTimeout(time.Minute).Should(BeTrue())
 		acked := storedOn(htopic, "broker-a")
 		Expect(acked).To(BeNumerically(">", 0))
+		perQueue := queueOffsets(htopic, "broker-a")
 
 		// The master's node goes away (cordoned: its replacement stays Pending), so the
 		// group has to do with the slave.
@@ -303,7 +304,12 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		for q := range 4 {
 			mq := &primitive.MessageQueue{Topic: htopic, BrokerName: "broker-a", QueueId: q}
 			var off int64
+			// Up to the offset the master had acknowledged, never past it: a pull at
+			// the end would be held by the broker (long polling).
 			Eventually(func() bool {
+				if off >= perQueue[q] {
+					return true
+				}
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				defer cancel()
 				res, err := pc.PullFrom(cctx, mq, off, 32)
@@ -311,16 +317,14 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 					failures, lastFailure = failures+1, err.Error()
 					return false
 				}
-				if res.Status == primitive.PullFound {
-					fromSlave += int64(len(res.GetMessageExts()))
-					off = res.NextBeginOffset
+				if res.Status != primitive.PullFound {
+					failures, lastFailure = failures+1, fmt.Sprintf("status %v", res.Status)
 					return false
 				}
-				if res.Status != primitive.PullNoNewMsg {
-					failures, lastFailure = failures+1, fmt.Sprintf("status %v", res.Status)
-				}
-				return res.Status == primitive.PullNoNewMsg
-			}).WithTimeout(2*time.Minute).WithPolling(10*time.Millisecond).Should(BeTrue(), "queue %d read up to %d", q, off)
+				fromSlave += int64(len(res.GetMessageExts()))
+				off = res.NextBeginOffset
+				return off >= perQueue[q]
+			}).WithTimeout(2*time.Minute).WithPolling(10*time.Millisecond).Should(BeTrue(), "queue %d read up to %d of %d", q, off, perQueue[q])
 		}
 		Expect(fromSlave).To(Equal(acked))
 		p := &corev1.Pod{}
@@ -556,6 +560,26 @@ func storedOn(t, brokerName string) int64 {
 		n += off
 	}
 	return n
+}
+
+// queueOffsets maps the queue ids of brokerName's part of t to their max offsets.
+func queueOffsets(t, brokerName string) map[int]int64 {
+	rc := remoting.NewClient(remoting.ClientConfig{})
+	defer rc.Close()
+	cl := rmqclient.New(rc, nsAddr())
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	route, err := cl.Route(cctx, t)
+	Expect(err).NotTo(HaveOccurred())
+	out := map[int]int64{}
+	for _, mq := range rmqclient.ReadQueues(route, t) {
+		if mq.BrokerName == brokerName {
+			off, err := cl.MaxOffset(cctx, mq)
+			Expect(err).NotTo(HaveOccurred())
+			out[mq.QueueID] = off
+		}
+	}
+	return out
 }
 
 // slavesCaughtUp: every slave's max offset of t equals its master's.
