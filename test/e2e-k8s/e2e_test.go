@@ -256,7 +256,15 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		addrs := strings.Split(nsAddr, ";")
 		htopic := "E2EFailover"
 		createTopic(nsAddr, htopic, 4)
-		produceGo(addrs, htopic, "ha", 2000)
+		// A push consumer of the group reads a first batch, then pauses while a second is
+		// stored and replicated.
+		first := produceGo(addrs, htopic, "ha", 1000)
+		push, pushed := startGo(addrs, "e2e-ha-"+runID, htopic, consumer.ConsumeFromFirstOffset)
+		defer push.Shutdown()
+		Eventually(func() int { return pushed.count(first) }).WithTimeout(2 * time.Minute).Should(Equal(len(first)))
+		push.Suspend()
+		time.Sleep(2 * time.Second) // pulls in flight come back
+		second := produceGo(addrs, htopic, "ha2", 1000)
 		// Slaves copy topic configs from their master every 10 s: a slave that never got
 		// the topic's config refuses to serve it.
 		Eventually(func() bool { return slavesCaughtUp(htopic) && slavesKnow(htopic) }).WithTimeout(time.Minute).Should(BeTrue())
@@ -290,11 +298,14 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 			return false
 		}).WithTimeout(time.Minute).Should(BeTrue())
 		report("broker-a's master left the route %s after its pod's deletion", since(t0))
+		push.Resume()
+		Eventually(func() int { return pushed.count(second) }).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Equal(len(second)))
+		report("the paused push consumer, resumed, received all %d new messages (broker-a's from its slave) %s after the deletion", len(second), since(t0))
 
 		// The group reads broker-a's queues with the official Go client's pull consumer,
 		// which takes any broker of the route, here the slave.
 		pc, err := rocketmq.NewPullConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(addrs)),
-			consumer.WithGroupName("e2e-ha-"+runID), consumer.WithInstance("ha-"+runID))
+			consumer.WithGroupName("e2e-ha-pull-"+runID), consumer.WithInstance("ha-"+runID))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(pc.Subscribe(htopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"})).To(Succeed())
 		Expect(pc.Start()).To(Succeed())
@@ -736,4 +747,3 @@ func consumeGo(nameServers []string, group, t string, keys []string, from consum
 	report("go consumer %s: %d of %d messages of %s in %s", group, s.count(keys), len(keys), t, since(t0))
 	return s.count(keys)
 }
-
