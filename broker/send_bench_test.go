@@ -59,4 +59,3 @@ func BenchmarkSendRoundTrip(b *testing.B) {
 		})
 	}
 }
-

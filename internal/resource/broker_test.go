@@ -205,3 +205,15 @@ func buildSTS(t *testing.T, br *v1alpha1.Broker, key string) *appsv1.StatefulSet
 	objs := build(t, (&BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}).Builders())
 	return objs[key].(*appsv1.StatefulSet)
 }
+
+// TestSlavesFollowTheMastersName: a slave's haMasterAddress is its master's stable DNS
+// name, so a master that restarts with a new pod IP is found at the next connection.
+// Learning it from the next registration left slaves replicating nothing for 30 s.
+func TestSlavesFollowTheMastersName(t *testing.T) {
+	br := broker()
+	br.Spec.Config["haMasterAddress"] = "10.0.0.9:1" // refused by the API; ours wins
+	want := "haMasterAddress=rmq-broker-b-0.rmq-broker-b-headless.mq.svc:10912\n"
+	if c := BrokerPodConf(br, 1, 1); !strings.Contains(c, want) {
+		t.Errorf("slave conf lacks %q:\n%s", want, c)
+	}
+}
