@@ -126,6 +126,13 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 			g.Expect(meta.IsStatusConditionTrue(cg.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue(), "ConsumerGroup: %v", cg.Status.Conditions)
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		report("ConsumerGroup billing Ready in %s", since(t0))
+		Eventually(func(g Gomega) {
+			tp := &v1alpha1.Topic{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "orders"}, tp)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(tp.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue(), "Topic: %v", tp.Status.Conditions)
+			g.Expect(tp.Status.Groups).To(HaveLen(2), "the topic on both groups")
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		report("Topic orders Ready on both groups in %s (autoCreateTopicEnable=false)", since(t0))
 
 		nsrv := &v1alpha1.NameServer{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "ns"}, nsrv)).To(Succeed())

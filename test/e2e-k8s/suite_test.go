@@ -139,6 +139,13 @@ var _ = AfterSuite(func() {
 	report("cleaned up: namespaces %s, %s, release %s and the CRDs removed", samplesNS, operatorNS, releaseName)
 })
 
+// dropFinalizers removes obj's finalizers, for objects no operator is left to finish.
+func dropFinalizers(obj client.Object) {
+	base := obj.DeepCopyObject().(client.Object)
+	obj.SetFinalizers(nil)
+	_ = k8s.Patch(ctx, obj, client.MergeFrom(base))
+}
+
 // cleanup removes everything the suite makes; BeforeSuite runs it too, after a run that
 // was interrupted (or kept with K8S_E2E_KEEP=1). The samples go first, while the operator
 // still runs to release their finalizers (a ConsumerGroup with deletionPolicy Delete).
@@ -160,23 +167,29 @@ func cleanup() {
 		var groups v1alpha1.ConsumerGroupList
 		_ = k8s.List(ctx, &groups, client.InNamespace(samplesNS))
 		for i := range groups.Items {
-			g := &groups.Items[i]
-			base := g.DeepCopy()
-			g.Finalizers = nil
-			_ = k8s.Patch(ctx, g, client.MergeFrom(base))
+			dropFinalizers(&groups.Items[i])
+		}
+		var topics v1alpha1.TopicList
+		_ = k8s.List(ctx, &topics, client.InNamespace(samplesNS))
+		for i := range topics.Items {
+			dropFinalizers(&topics.Items[i])
 		}
 		Expect(gone(samplesNS, 2*time.Minute)).To(BeTrue(), "namespace %s not gone", samplesNS)
 	}
 	helmUninstall()
 	Expect(gone(operatorNS, 2*time.Minute)).To(BeTrue(), "namespace %s not gone", operatorNS)
-	for _, crd := range []string{"nameservers", "brokers", "consumergroups"} {
-		_ = k8s.Delete(ctx, &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd + ".rocketmq.openrmq.io"}})
+	var crds apiextv1.CustomResourceDefinitionList
+	_ = k8s.List(ctx, &crds)
+	for i := range crds.Items {
+		if crds.Items[i].Spec.Group == v1alpha1.GroupVersion.Group {
+			_ = k8s.Delete(ctx, &crds.Items[i])
+		}
 	}
 	Eventually(func() bool {
 		var crds apiextv1.CustomResourceDefinitionList
 		_ = k8s.List(ctx, &crds)
 		for _, c := range crds.Items {
-			if c.Spec.Group == "rocketmq.openrmq.io" {
+			if c.Spec.Group == v1alpha1.GroupVersion.Group {
 				return false
 			}
 		}
