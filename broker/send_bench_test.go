@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"log/slog"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -60,3 +62,70 @@ func BenchmarkSendRoundTrip(b *testing.B) {
 	}
 }
 
+// BenchmarkSendHandler runs the send handler for 1 KiB messages with a tag and a key,
+// without the network: what a send costs the broker from the decoded request to the
+// response it hands its connection, the commitlog append included (ASYNC_FLUSH, so the
+// response is ready at once). One sender; docs/benchmarks.md has the figures.
+func BenchmarkSendHandler(b *testing.B) {
+	br, conn := sendBenchBroker(b)
+	body := make([]byte, 1024)
+	props, _ := message.EncodeProperties(map[string]string{message.PropertyTags: "t", message.PropertyKeys: "k", "WAIT": "true"})
+	req := sendBenchRequest(body, props)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetBytes(1024)
+	defer reportCPU(b)()
+	for b.Loop() {
+		if resp := br.handleSend(ctx, conn, req); resp == nil || resp.Code != remoting.Success {
+			b.Fatalf("send: %v", resp)
+		}
+	}
+}
+
+// sendBenchBroker starts a broker with topic SB (8 queues) and returns it with a server
+// side connection from a client of it, for handlers called directly.
+func sendBenchBroker(b *testing.B) (*Broker, *remoting.Conn) {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c := config.Default()
+	c.BrokerName, c.BrokerIP1, c.ListenPort = "bench", "127.0.0.1", port
+	c.StorePathRootDir = b.TempDir()
+	c.MappedFileSizeCommitLog = 64 << 20
+	br, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const captureCode = 30999 // no RocketMQ request code
+	conns := make(chan *remoting.Conn, 1)
+	br.server.Handle(captureCode, remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		select {
+		case conns <- conn:
+		default:
+		}
+		return req.NewResponse(remoting.Success, "")
+	}), nil)
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	cl := remoting.NewClient(remoting.ClientConfig{})
+	b.Cleanup(func() {
+		cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		br.Shutdown(ctx)
+	})
+	tc := protocol.NewTopicConfig("SB")
+	tc.ReadQueueNums, tc.WriteQueueNums = 8, 8
+	if err := br.topics.Put(*tc); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cl.Invoke(context.Background(), c.BrokerAddr(), remoting.NewRequest(captureCode, nil, nil)); err != nil {
+		b.Fatal(err)
+	}
+	return br, <-conns
+}
