@@ -168,9 +168,9 @@ func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req 
 	name := b.cfg.Get().BrokerName
 	table := map[protocol.MessageQueue]topicOffset{}
 	for q := range int32(tc.WriteQueueNums) {
-		o := topicOffset{MinOffset: max(b.store.MinOffset(topic, q), 0), MaxOffset: max(b.store.MaxOffset(topic, q), 0)}
+		o := topicOffset{MinOffset: max(b.store.MinOffsetInQueue(topic, q), 0), MaxOffset: max(b.store.MaxOffsetInQueue(topic, q), 0)}
 		if o.MaxOffset > 0 {
-			if ts, err := b.store.StoreTime(topic, q, o.MaxOffset-1); err == nil {
+			if ts := b.store.MessageStoreTime(topic, q, o.MaxOffset-1); ts >= 0 {
 				o.LastUpdateTimestamp = ts
 			}
 		}
@@ -193,13 +193,13 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 		"brokerVersion":                        strconv.Itoa(int(remoting.Version)),
 		"bootTimestamp":                        strconv.FormatInt(b.startTime.UnixMilli(), 10),
 		"runtime":                              fmt.Sprintf("[ %s ]", time.Since(b.startTime).Round(time.Second)),
-		"commitLogMaxOffset":                   strconv.FormatInt(b.store.MaxPhyOffset(), 10),
+		"commitLogMaxOffset":                   strconv.FormatInt(b.store.CommitLogMaxOffset(), 10),
 		"brokerRole":                           c.BrokerRole,
 		"pullRequestHoldNum":                   strconv.Itoa(b.holder.Len()),
 		"producerConnections":                  strconv.Itoa(producers),
 		"consumerConnections":                  strconv.Itoa(consumers),
 		"goroutines":                           strconv.Itoa(runtime.NumGoroutine()),
-		"commitLogMinOffset":                   strconv.FormatInt(b.store.MinPhyOffset(), 10),
+		"commitLogMinOffset":                   strconv.FormatInt(b.store.CommitLogMinOffset(), 10),
 		"dispatchBehindBytes":                  strconv.FormatInt(b.store.DispatchBehind(), 10),
 		"pageCacheLockTimeMills":               "0",
 		"sendThreadPoolQueueHeadWaitTimeMills": "0",
@@ -213,9 +213,8 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 		"startAcceptSendRequestTimeStamp":      "0",
 	}
 	// Not Java keys: damaged commitlog ranges known, and reads that refused one.
-	ranges, refused := b.store.Damage()
-	table["commitLogDamagedRanges"] = strconv.Itoa(ranges)
-	table["commitLogDamagedReads"] = strconv.FormatInt(refused, 10)
+	table["commitLogDamagedRanges"] = strconv.Itoa(len(b.store.Damaged()))
+	table["commitLogDamagedReads"] = strconv.FormatInt(b.store.DamagedReads(), 10)
 	b.stats.table(table)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = protocol.MustEncode(map[string]any{"table": table})
@@ -262,7 +261,7 @@ func (b *Broker) handleViewMessage(ctx context.Context, conn *remoting.Conn, req
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "the custom field <offset> is invalid")
 	}
-	rec, err := b.store.MessageAt(off)
+	rec, err := b.store.CopyRawMessage(off)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", off))
 	}
@@ -287,16 +286,18 @@ func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, re
 	if h.MaxNum <= 0 || h.MaxNum > 64 {
 		h.MaxNum = 64
 	}
-	recs, err := b.store.QueryByKey(h.Topic, h.Key, h.MaxNum, h.BeginTimestamp, h.EndTimestamp)
-	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+	var recs [][]byte
+	for _, phy := range b.store.QueryMessage(h.Topic, h.Key, h.MaxNum, h.BeginTimestamp, h.EndTimestamp) {
+		if rec, err := b.store.CopyRawMessage(phy); err == nil {
+			recs = append(recs, rec)
+		}
 	}
 	if len(recs) == 0 {
 		return req.NewResponse(remoting.QueryNotFound, "can not find message, maybe time range not correct")
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField("indexLastUpdateTimestamp", strconv.FormatInt(time.Now().UnixMilli(), 10))
-	resp.SetField("indexLastUpdatePhyoffset", strconv.FormatInt(b.store.MaxPhyOffset(), 10))
+	resp.SetField("indexLastUpdatePhyoffset", strconv.FormatInt(b.store.CommitLogMaxOffset(), 10))
 	for _, r := range recs {
 		resp.Body = append(resp.Body, r...)
 	}
@@ -305,7 +306,7 @@ func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, re
 
 // earliestMessageTime is the store time of the oldest stored message (now when empty).
 func (b *Broker) earliestMessageTime() int64 {
-	if rec, err := b.store.MessageAt(b.store.MinPhyOffset()); err == nil {
+	if rec, err := b.store.CopyRawMessage(b.store.CommitLogMinOffset()); err == nil {
 		if v, err := message.ParseRecord(rec); err == nil {
 			return v.StoreTimestamp()
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/broker/transaction"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
@@ -28,8 +29,6 @@ import (
 // Options are the parts of a Broker that are not broker.conf keys.
 type Options struct {
 	Logger *slog.Logger
-	// Store replaces the on-disk store (tests). The broker closes it at shutdown.
-	Store MessageStore
 	// NoFastChannel skips the listenPort-2 listener and lets a master's HA server take
 	// any free port instead of listenPort+1 (tests on random ports).
 	NoFastChannel bool
@@ -39,7 +38,7 @@ type Options struct {
 type Broker struct {
 	cfg       *config.Live
 	log       *slog.Logger
-	store     MessageStore
+	store     *store.Store
 	topics    *metadata.Topics
 	groups    *metadata.Groups
 	offsets   *metadata.Offsets
@@ -47,8 +46,8 @@ type Broker struct {
 	locks     *lock.Manager
 	lockConns lockConns // the connections queue locks were taken over
 	holder    *longpoll.Holder
-	sched     *schedule.Service    // delayed delivery; nil with a store other than broker/store
-	txn       *transaction.Service // transaction ends and checks; nil likewise
+	sched     *schedule.Service    // delayed delivery
+	txn       *transaction.Service // transaction ends and checks
 	server    *remoting.Server
 	acl       *acl.Watcher      // aclEnable: the plain ACL rules; nil without
 	tlsServer *tlsconfig.Server // the listeners' TLS (tls.server.*), HA port included
@@ -132,55 +131,48 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		}
 	}
 
-	b.store = opts.Store
-	if b.store == nil {
-		sc := cfg.StoreConfig()
-		sc.StoreHost = b.storeHost
-		if b.metrics != nil {
-			sc.OnGroupCommit = b.metrics.onGroupCommit
-		}
-		if b.store, err = openStore(sc); err != nil {
-			return nil, err
-		}
+	sc := cfg.StoreConfig()
+	sc.StoreHost = b.storeHost
+	if b.metrics != nil {
+		sc.OnGroupCommit = b.metrics.onGroupCommit
 	}
-	if sa, ok := b.store.(storeAdapter); ok {
-		b.sched, err = schedule.New(notifyingStore{sa.s, b.notifyHA}, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
-			log.Warn(fmt.Sprintf(format, args...), "component", "schedule")
-		}})
-		if err != nil {
-			b.store.Close()
-			return nil, err
-		}
-		b.txn = transaction.New(notifyingStore{sa.s, b.notifyHA}, b.offsets, b.checkTransaction, transaction.Config{
-			FileReservedTime:   time.Duration(cfg.FileReservedTime) * time.Hour,
-			CheckInterval:      time.Duration(cfg.TransactionCheckInterval) * time.Millisecond,
-			TransactionTimeout: time.Duration(cfg.TransactionTimeOut) * time.Millisecond,
-			CheckMax:           cfg.TransactionCheckMax,
-			Logf: func(format string, args ...any) {
-				log.Warn(fmt.Sprintf(format, args...), "component", "transaction")
-			},
-		})
+	if b.store, err = store.Open(sc); err != nil {
+		return nil, err
 	}
+	b.sched, err = schedule.New(notifyingStore{b.store, b.notifyHA}, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
+		log.Warn(fmt.Sprintf(format, args...), "component", "schedule")
+	}})
+	if err != nil {
+		b.store.Close()
+		return nil, err
+	}
+	b.txn = transaction.New(notifyingStore{b.store, b.notifyHA}, b.offsets, b.checkTransaction, transaction.Config{
+		FileReservedTime:   time.Duration(cfg.FileReservedTime) * time.Hour,
+		CheckInterval:      time.Duration(cfg.TransactionCheckInterval) * time.Millisecond,
+		TransactionTimeout: time.Duration(cfg.TransactionTimeOut) * time.Millisecond,
+		CheckMax:           cfg.TransactionCheckMax,
+		Logf: func(format string, args ...any) {
+			log.Warn(fmt.Sprintf(format, args...), "component", "transaction")
+		},
+	})
 	interval := time.Second
 	if !cfg.LongPollingEnable {
 		interval = min(interval, time.Duration(cfg.ShortPollingTimeMills)*time.Millisecond)
 	}
-	b.holder = longpoll.New(interval, b.store.MaxOffset)
+	b.holder = longpoll.New(interval, b.store.MaxOffsetInQueue)
 	b.store.OnArrival(func(a *store.Arrival) {
 		b.holder.Notify(a.Topic, a.QueueID, a.MaxOffset, a.TagsCode)
 	})
 
-	sc := cfg.RemotingServerConfig()
-	sc.Logger, sc.OnClose, sc.BeforeHandle = log, b.connClosed, b.beforeHandle
+	rc := cfg.RemotingServerConfig()
+	rc.Logger, rc.OnClose, rc.BeforeHandle = log, b.connClosed, b.beforeHandle
 	if b.metrics != nil {
-		sc.OnReply = b.metrics.onReply
+		rc.OnReply = b.metrics.onReply
 	}
-	sc.TLS = b.tlsServer.RemotingTLS() // the fast channel too: one server, both ports
-	b.server = remoting.NewServer(sc)
+	rc.TLS = b.tlsServer.RemotingTLS() // the fast channel too: one server, both ports
+	b.server = remoting.NewServer(rc)
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log, TLS: b.tlsClient.Config()})
-	if sa, ok := b.store.(storeAdapter); ok {
-		b.setupHA(cfg, sa.s)
-	}
+	b.setupHA(cfg, b.store)
 	b.registerProcessors()
 	return b, nil
 }
@@ -260,7 +252,7 @@ func (b *Broker) Start() error {
 		"tls.server.mode", c.TLS.Mode().String(), "tls.enable", c.TLS.Enable)
 	// A slave's store holds the master's records only: no delivery of delayed
 	// messages and no transaction checks there (4.9.7 runs both on masters only).
-	if b.sched != nil && c.BrokerRole != config.Slave {
+	if c.BrokerRole != config.Slave {
 		b.sched.Start()
 		b.txn.Start()
 	}
@@ -347,9 +339,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.tlsClient.Close()
 		// The services stop before the store, which flushes what they put, and before
 		// the offsets are written (the transaction scan keeps its progress there).
-		if b.sched != nil {
-			errs = append(errs, b.txn.Close(), b.sched.Close())
-		}
+		errs = append(errs, b.txn.Close(), b.sched.Close())
 		errs = append(errs, b.offsets.Persist(true), b.topics.Persist(), b.groups.Persist())
 		errs = append(errs, b.store.Close())
 		b.log.Info("broker stopped", "name", b.cfg.Get().BrokerName)
@@ -359,3 +349,19 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 // Config returns the current configuration.
 func (b *Broker) Config() config.Config { return b.cfg.Get() }
+
+// notifyingStore is broker/store as the schedule and transaction services see it: their
+// puts (due delayed messages, committed half messages) wake replication at once, as the
+// send path's do, instead of at the HA writers' next 100 ms poll.
+type notifyingStore struct {
+	*store.Store
+	notify func()
+}
+
+func (s notifyingStore) PutMessage(m *message.Message) (*store.PutResult, error) {
+	r, err := s.Store.PutMessage(m)
+	if err == nil {
+		s.notify()
+	}
+	return r, err
+}

@@ -137,7 +137,7 @@ func TestSendAndPullWithTagFilter(t *testing.T) {
 			t.Fatalf("send response fields: %v", resp.ExtFields)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("T1", 1) == 3 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("T1", 1) == 3 })
 	resp := tb.invoke(remoting.PullMessage, pullFields("g1", "T1", 1, 0, pullSubscription, "a"), nil)
 	if resp.Code != remoting.Success {
 		t.Fatalf("pull: %v", resp)

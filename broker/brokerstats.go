@@ -119,9 +119,9 @@ func (b *Broker) queueConsumeStats(group, topic string, queues int) protocol.Con
 	name := b.cfg.Get().BrokerName
 	st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
 	for q := range int32(queues) {
-		w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffset(topic, q), 0), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
+		w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
 		if w.ConsumerOffset > 0 {
-			if ts, err := b.store.StoreTime(topic, q, w.ConsumerOffset-1); err == nil && ts > 0 {
+			if ts := b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1); ts > 0 {
 				w.LastTimestamp = ts
 			}
 		}

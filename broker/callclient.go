@@ -55,7 +55,7 @@ func (b *Broker) handleConsumeMessageDirectly(ctx context.Context, conn *remotin
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("bad msgId %q: %v", h.MsgID, err))
 	}
-	rec, err := b.store.MessageAt(phy)
+	rec, err := b.store.CopyRawMessage(phy)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", phy))
 	}

@@ -30,8 +30,8 @@
 //	            counters and histograms; metrics_scrape.go what a scrape reads
 //	            (lag, store, HA, connections); docs/metrics.md lists them
 //
-// msgstore.go states what the broker needs from a message store (MessageStore) and
-// storeadapter.go fits broker/store to it. Subpackages: config (broker.conf),
+// The broker uses broker/store's *store.Store directly; the schedule and transaction
+// services declare the narrow store interfaces they need. Subpackages: config (broker.conf),
 // metadata (topics, groups, offsets files), client (connections and groups),
 // longpoll (held pulls); lock, filter, retry, schedule (delayed delivery) and
 // transaction come from their own packages.

@@ -29,7 +29,7 @@ func (b *Broker) handleQueryConsumerOffset(ctx context.Context, conn *remoting.C
 	if offset < 0 {
 		// A new group on a young queue (nothing deleted yet, its first message still in
 		// memory) starts at 0 whatever its consume-from setting, as the Java broker does.
-		if b.store.MinOffset(h.Topic, h.QueueID) <= 0 && b.store.InMemory(h.Topic, h.QueueID, 0) {
+		if b.store.MinOffsetInQueue(h.Topic, h.QueueID) <= 0 && b.inMemory(h.Topic, h.QueueID, 0) {
 			offset = 0
 		} else {
 			return req.NewResponse(remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
@@ -63,25 +63,32 @@ func (b *Broker) queueQuery(req *remoting.Command, field string, f func(h *queue
 }
 
 func (b *Broker) handleGetMaxOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MaxOffset(h.Topic, h.QueueID) })
+	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MaxOffsetInQueue(h.Topic, h.QueueID) })
 }
 
 func (b *Broker) handleGetMinOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MinOffset(h.Topic, h.QueueID) })
+	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MinOffsetInQueue(h.Topic, h.QueueID) })
 }
 
 func (b *Broker) handleGetEarliestMsgStoreTime(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	return b.queueQuery(req, "timestamp", func(h *queueHeader) int64 {
-		ts, err := b.store.StoreTime(h.Topic, h.QueueID, b.store.MinOffset(h.Topic, h.QueueID))
-		if err != nil {
-			return -1
-		}
-		return ts
+		return b.store.MessageStoreTime(h.Topic, h.QueueID, b.store.MinOffsetInQueue(h.Topic, h.QueueID))
 	})
 }
 
 func (b *Broker) handleSearchOffsetByTimestamp(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	return b.queueQuery(req, "offset", func(h *queueHeader) int64 {
-		return b.store.OffsetByTime(h.Topic, h.QueueID, h.Timestamp)
+		return b.store.OffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp)
 	})
+}
+
+// inMemory answers as Java's QUERY_CONSUMER_OFFSET asks (!checkInDiskByConsumeOffset):
+// whether the message at offset is still in memory; an offset without a readable
+// message counts as in memory.
+func (b *Broker) inMemory(topic string, qid int32, offset int64) bool {
+	phy, ok := b.store.CommitLogOffsetInQueue(topic, qid, offset)
+	if !ok || phy < b.store.CommitLogMinOffset() {
+		return true
+	}
+	return b.store.CheckInMemByConsumeOffset(topic, qid, offset, 1)
 }

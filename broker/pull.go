@@ -103,11 +103,15 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if maxMsgs <= 0 {
 		maxMsgs = 1
 	}
-	res, err := b.store.GetMessages(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, f)
-	if err != nil {
-		return req.NewResponse(remoting.SystemError, "get message failed: "+err.Error())
-	}
-	defer res.release() // unless handed to the response below
+	// The records are slices of the commitlog mapping, kept mapped until Release: a
+	// pull's response is written from them without a copy.
+	res := b.store.GetMessage(h.Topic, h.QueueID, h.QueueOffset, maxMsgs, 0, f)
+	release := res.Release
+	defer func() { // unless handed to the response below
+		if release != nil {
+			release()
+		}
+	}()
 	if correctionWithheld(res.Status, c) {
 		res.NextBeginOffset = h.QueueOffset
 	}
@@ -139,11 +143,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	case remoting.Success:
 		// The records go out as they are in the store; the connection's writer releases
 		// them once written (or dropped).
-		resp.Body, resp.BodyParts = res.Body, res.Parts
-		resp.OnWritten, res.Release = res.Release, nil
-		n := res.BodyLen()
-		b.stats.groupGet(h.ConsumerGroup, h.Topic, res.Count, n)
-		b.metrics.pulled(h.Topic, h.ConsumerGroup, res.Count, n)
+		resp.BodyParts = res.Messages
+		resp.OnWritten, release = release, nil
+		n := resp.BodyLen()
+		b.stats.groupGet(h.ConsumerGroup, h.Topic, len(res.Messages), n)
+		b.metrics.pulled(h.Topic, h.ConsumerGroup, len(res.Messages), n)
 	case remoting.PullNotFound:
 		if allowSuspend && h.SysFlag&pullSuspend != 0 {
 			b.hold(conn, req, &h, f, c)
@@ -163,7 +167,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 // when the pull carries it, FILTER_DATA_NOT_EXIST when it is the one the heartbeat
 // registered (registered); a SQL92 expression that compiles is refused with
 // SYSTEM_ERROR unless enablePropertyFilter is set.
-func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, registered bool, c config.Config) (MessageFilter, *remoting.Command) {
+func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, registered bool, c config.Config) (store.MessageFilter, *remoting.Command) {
 	if (exprType == "" || exprType == filter.TypeTag) && (expr == "" || expr == filter.SubAll) {
 		return nil, nil // every message: the common case needs no filter built
 	}
@@ -197,27 +201,27 @@ func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string
 }
 
 // pullCode maps a store read to the response code (see the facts file).
-func pullCode(s GetStatus, requested int64) (int16, string) {
+func pullCode(s store.GetStatus, requested int64) (int16, string) {
 	switch s {
-	case Found:
+	case store.Found:
 		return remoting.Success, "FOUND"
-	case MessageWasRemoving, NoMatchedMessage:
+	case store.MessageWasRemoving, store.NoMatchedMessage:
 		return remoting.PullRetryImmediately, s.String()
-	case NoMatchedLogicQueue, NoMessageInQueue:
+	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
 		if requested != 0 {
 			return remoting.PullOffsetMoved, s.String()
 		}
 		return remoting.PullNotFound, s.String()
-	case OffsetFoundNull, OffsetOverflowOne:
+	case store.OffsetFoundNull, store.OffsetOverflowOne:
 		return remoting.PullNotFound, s.String()
-	case OffsetOverflowBadly, OffsetTooSmall:
+	case store.OffsetOverflowBadly, store.OffsetTooSmall:
 		return remoting.PullOffsetMoved, s.String()
 	}
 	return remoting.SystemError, "unexpected store status " + s.String()
 }
 
 // hold parks a pull until a message arrives for its queue or its suspend time passes.
-func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, f MessageFilter, c config.Config) {
+func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, f store.MessageFilter, c config.Config) {
 	var match func(int64) bool
 	if f != nil {
 		match = f.MatchTagsCode

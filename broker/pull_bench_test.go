@@ -66,7 +66,7 @@ func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker,
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for br.store.MaxOffset("PB", 0) < int64(n) {
+	for br.store.MaxOffsetInQueue("PB", 0) < int64(n) {
 		if time.Now().After(deadline) {
 			b.Fatal("messages not dispatched")
 		}

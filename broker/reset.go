@@ -78,9 +78,9 @@ func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, re
 			continue
 		}
 		for q := range int32(tc.WriteQueueNums) {
-			w := protocol.OffsetWrapper{BrokerOffset: b.store.MaxOffset(topic, q), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
+			w := protocol.OffsetWrapper{BrokerOffset: b.store.MaxOffsetInQueue(topic, q), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
 			if w.ConsumerOffset > 0 {
-				if ts, err := b.store.StoreTime(topic, q, w.ConsumerOffset-1); err == nil {
+				if ts := b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1); ts >= 0 {
 					w.LastTimestamp = ts
 				}
 			}
@@ -113,9 +113,9 @@ func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req
 	reset := protocol.ResetOffsetBody{OffsetTable: map[protocol.MessageQueue]int64{}}
 	offsets := map[int32]int64{}
 	for q := range int32(tc.WriteQueueNums) {
-		target := b.store.MaxOffset(h.Topic, q)
+		target := b.store.MaxOffsetInQueue(h.Topic, q)
 		if h.Timestamp >= 0 {
-			target = b.store.OffsetByTime(h.Topic, q, h.Timestamp)
+			target = b.store.OffsetInQueueByTime(h.Topic, q, h.Timestamp)
 		}
 		current := b.offsets.Query(h.Group, h.Topic, q)
 		if !h.IsForce && current >= 0 && current < target {

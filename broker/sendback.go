@@ -48,7 +48,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 		// with the put status as remark. The client then sends the message itself.
 		return req.NewResponse(remoting.SystemError, "SERVICE_NOT_AVAILABLE")
 	}
-	rec, err := b.store.MessageAt(h.Offset)
+	rec, err := b.store.CopyRawMessage(h.Offset)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", h.Offset))
 	}

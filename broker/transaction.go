@@ -27,9 +27,6 @@ func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, 
 		// 4.9.7: "Message store is slave mode, so end transaction is forbidden."
 		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave, end transaction is forbidden")
 	}
-	if b.txn == nil {
-		return req.NewResponse(remoting.SystemError, "transactions need the on-disk store")
-	}
 	var h endTransactionHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())

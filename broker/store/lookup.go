@@ -74,6 +74,17 @@ func (s *Store) checkRaw(phy int64, rec []byte) error {
 	return fmt.Errorf("%w: record at commitlog offset %d: %w", ErrCorrupt, phy, err)
 }
 
+// CopyRawMessage returns a copy of the record at commitlog offset phy: what
+// a caller keeps past the mapping's lifetime (an admin lookup's response).
+func (s *Store) CopyRawMessage(phy int64) ([]byte, error) {
+	raw, err := s.GetRawMessage(phy)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Release()
+	return append([]byte(nil), raw.Data...), nil
+}
+
 // GetMessageByOffset decodes (and copies) the record at commitlog offset
 // phy, as VIEW_MESSAGE_BY_ID needs.
 func (s *Store) GetMessageByOffset(phy int64) (*message.MessageExt, error) {
