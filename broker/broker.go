@@ -21,7 +21,6 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/broker/transaction"
-	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
@@ -39,6 +38,7 @@ type Broker struct {
 	cfg       *config.Live
 	log       *slog.Logger
 	store     *store.Store
+	puts      *putPath // every write goes through it (put.go)
 	topics    *metadata.Topics
 	groups    *metadata.Groups
 	offsets   *metadata.Offsets
@@ -139,14 +139,15 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	if b.store, err = store.Open(sc); err != nil {
 		return nil, err
 	}
-	b.sched, err = schedule.New(notifyingStore{b.store, b.notifyHA}, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
+	b.puts = &putPath{store: b.store, wakeHA: b.notifyHA, stats: b.stats}
+	b.sched, err = schedule.New(serviceStore{b.store, b.puts, scheduleKind}, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
 		log.Warn(fmt.Sprintf(format, args...), "component", "schedule")
 	}})
 	if err != nil {
 		b.store.Close()
 		return nil, err
 	}
-	b.txn = transaction.New(notifyingStore{b.store, b.notifyHA}, b.offsets, b.checkTransaction, transaction.Config{
+	b.txn = transaction.New(serviceStore{b.store, b.puts, transactionKind}, b.offsets, b.checkTransaction, transaction.Config{
 		FileReservedTime:   time.Duration(cfg.FileReservedTime) * time.Hour,
 		CheckInterval:      time.Duration(cfg.TransactionCheckInterval) * time.Millisecond,
 		TransactionTimeout: time.Duration(cfg.TransactionTimeOut) * time.Millisecond,
@@ -349,19 +350,3 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 // Config returns the current configuration.
 func (b *Broker) Config() config.Config { return b.cfg.Get() }
-
-// notifyingStore is broker/store as the schedule and transaction services see it: their
-// puts (due delayed messages, committed half messages) wake replication at once, as the
-// send path's do, instead of at the HA writers' next 100 ms poll.
-type notifyingStore struct {
-	*store.Store
-	notify func()
-}
-
-func (s notifyingStore) PutMessage(m *message.Message) (*store.PutResult, error) {
-	r, err := s.Store.PutMessage(m)
-	if err == nil {
-		s.notify()
-	}
-	return r, err
-}

@@ -5,6 +5,7 @@
 // subscription groups, consumer offsets), client registry and long-poll holder, and
 // registers one processor per request code. Processors live by concern:
 //
+//	put.go      the one put path every writer calls: append, HA wake-up, put statistics
 //	send.go     SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE
 //	reply.go    SEND_REPLY_MESSAGE(_V2): request-reply, pushed to the requester
 //	sendback.go CONSUMER_SEND_MSG_BACK (retry and DLQ, through package retry)

@@ -60,11 +60,8 @@ func (b *Broker) putOffsetMovedEvent(ev *offsetMovedEvent) error {
 	}
 	m := &message.Message{Topic: protocol.OffsetMovedEventTopic, Body: body, Properties: props,
 		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost}
-	if _, err := b.store.PutMessages([]*message.Message{m}); err != nil {
-		return err
-	}
-	b.notifyHA()
-	return nil
+	_, err = b.puts.put(putInternal, m)
+	return err
 }
 
 // correctionWithheld reports whether a read's next offset is a correction the store made

@@ -160,13 +160,11 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 		b.log.Warn("cannot store a reply message", "topic", m.Topic, "err", err)
 		return
 	}
-	res, durable, err := b.store.AppendMessages([]*message.Message{m})
+	res, durable, err := b.puts.append([]*message.Message{m}, putSend)
 	if err != nil {
 		b.log.Warn("cannot store a reply message", "topic", m.Topic, "err", err)
 		return
 	}
-	b.notifyHA()
-	b.stats.topicPut(m.Topic, res.MsgCount, res.Size)
 	// Java's putMessage waits for the flush and a SYNC_MASTER's slave; their timeouts
 	// still count as stored.
 	durable()

@@ -140,12 +140,10 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	}
 
 	putStart := b.metrics.putStart()
-	res, durable, err := b.store.AppendMessages(msgs)
+	res, durable, err := b.puts.append(msgs, putSend)
 	if err != nil {
 		return putErrorResponse(req, err)
 	}
-	b.notifyHA()
-	b.stats.topicPut(msgs[0].Topic, res.MsgCount, res.Size)
 	b.metrics.sent(h.Topic, sendMessageType(h.Topic, msgs[0]), res.MsgCount, res.Size)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))

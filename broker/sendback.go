@@ -79,11 +79,9 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 			return req.NewResponse(remoting.SystemError, err.Error())
 		}
 	}
-	if _, err := b.store.PutMessages([]*message.Message{m}); err != nil {
+	if _, err := b.puts.put(putRequeued, m); err != nil {
 		return putErrorResponse(req, err)
 	}
-	b.notifyHA()
-	b.stats.put.Add(1)
 	if res.DLQ {
 		b.metrics.toDLQ(h.Group, m, orig.Topic)
 	}

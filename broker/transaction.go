@@ -31,7 +31,8 @@ func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, 
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
-	res, err := b.txn.EndTransaction(transaction.EndRequest{
+	// A commit's put goes through the put path (serviceStore), which counts it.
+	_, err := b.txn.EndTransaction(transaction.EndRequest{
 		ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.TranStateTableOffset,
 		CommitLogOffset: h.CommitLogOffset, CommitOrRollback: h.CommitOrRollback,
 		FromTransactionCheck: h.FromTransactionCheck, MsgID: h.MsgID, TransactionID: h.TransactionID,
@@ -39,9 +40,6 @@ func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, 
 	if err != nil {
 		b.log.Warn("end transaction refused", "producerGroup", h.ProducerGroup, "commitLogOffset", h.CommitLogOffset, "err", err)
 		return req.NewResponse(remoting.SystemError, transaction.Remark(err))
-	}
-	if res != nil {
-		b.stats.put.Add(1)
 	}
 	return req.NewResponse(remoting.Success, "")
 }
