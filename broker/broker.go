@@ -46,6 +46,7 @@ type Broker struct {
 	locks     *lock.Manager
 	lockConns lockConns // the connections queue locks were taken over
 	holder    *longpoll.Holder
+	filters   filterCache          // subscription expressions compiled once (filtercache.go)
 	sched     *schedule.Service    // delayed delivery
 	txn       *transaction.Service // transaction ends and checks
 	server    *remoting.Server
@@ -148,9 +149,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b.txn = transaction.New(serviceStore{b.store, b.puts, transactionKind}, b.offsets, b.checkTransaction, transaction.Config{
-		FileReservedTime:   time.Duration(cfg.FileReservedTime) * time.Hour,
-		CheckInterval:      time.Duration(cfg.TransactionCheckInterval) * time.Millisecond,
-		TransactionTimeout: time.Duration(cfg.TransactionTimeOut) * time.Millisecond,
+		FileReservedTime:   cfg.FileReservedTime,
+		CheckInterval:      cfg.TransactionCheckInterval,
+		TransactionTimeout: cfg.TransactionTimeOut,
 		CheckMax:           cfg.TransactionCheckMax,
 		Logf: func(format string, args ...any) {
 			log.Warn(fmt.Sprintf(format, args...), "component", "transaction")
@@ -158,7 +159,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	})
 	interval := time.Second
 	if !cfg.LongPollingEnable {
-		interval = min(interval, time.Duration(cfg.ShortPollingTimeMills)*time.Millisecond)
+		interval = min(interval, cfg.ShortPollingTime)
 	}
 	b.holder = longpoll.New(interval, b.store.MaxOffsetInQueue)
 	b.store.OnArrival(func(a *store.Arrival) {
@@ -261,8 +262,8 @@ func (b *Broker) Start() error {
 	b.tlsClient.Start(0)
 	b.registerAll()
 	b.watchACL()
-	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
-	b.every(func() time.Duration { return time.Duration(c.FlushConsumerOffsetInterval) * time.Millisecond }, b.persistOffsets, nil)
+	b.every(func() time.Duration { return b.cfg.Get().RegisterNameServerPeriod }, b.registerAll, b.kick)
+	b.every(func() time.Duration { return c.FlushConsumerOffsetInterval }, b.persistOffsets, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.scanExpiredClients, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.stats.sample, nil)
 	return nil

@@ -285,7 +285,7 @@ func TestAutoCreateTopicOnSend(t *testing.T) {
 
 // With longPollingEnable=false a suspended pull is held for shortPollingTimeMills only.
 func TestShortPolling(t *testing.T) {
-	tb := startBroker(t, "", func(c *config.Config) { c.LongPollingEnable = false; c.ShortPollingTimeMills = 200 })
+	tb := startBroker(t, "", func(c *config.Config) { c.LongPollingEnable = false; c.ShortPollingTime = 200 * time.Millisecond })
 	tb.createTopic("SP", 1)
 	f := pullFields("g", "SP", 0, 0, pullSuspend|pullSubscription, "*")
 	f["suspendTimeoutMillis"] = "3600000" // held for the short polling time, not this

@@ -207,7 +207,7 @@ func (b *Broker) connClosed(conn *remoting.Conn) {
 // scanExpiredClients closes connections silent for channelExpiredTimeout; closing them
 // runs connClosed.
 func (b *Broker) scanExpiredClients() {
-	timeout := time.Duration(b.cfg.Get().ChannelExpiredTimeout) * time.Millisecond
+	timeout := b.cfg.Get().ChannelExpiredTimeout
 	for _, conn := range b.clients.Expired(time.Now().Add(-timeout)) {
 		b.log.Info("client channel expired", "remote", conn.RemoteAddr(), "silentFor", timeout)
 		conn.Close()

@@ -10,7 +10,8 @@
 //	reply.go    SEND_REPLY_MESSAGE(_V2): request-reply, pushed to the requester
 //	sendback.go CONSUMER_SEND_MSG_BACK (retry and DLQ, through package retry)
 //	transaction.go END_TRANSACTION and the CHECK_TRANSACTION_STATE callback
-//	pull.go     PULL_MESSAGE and long polling
+//	pull.go     PULL_MESSAGE and long polling; filtercache.go compiles each
+//	            subscription expression once
 //	offsetmoved.go PULL_OFFSET_MOVED corrections and OFFSET_MOVED_EVENT
 //	clients.go  HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG, GET_CONSUMER_LIST_BY_GROUP,
 //	            notifications

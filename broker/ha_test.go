@@ -22,7 +22,7 @@ func startSlave(t *testing.T, master *testBroker, mutate func(*config.Config)) *
 	s := startBroker(t, "", func(c *config.Config) {
 		c.BrokerRole, c.BrokerID = config.Slave, 1
 		c.HaMasterAddress = master.HAAddr()
-		c.SlaveSynchronizeInterval = 100
+		c.SlaveSynchronizeInterval = 100 * time.Millisecond
 		c.SlaveReadEnable = true
 		if mutate != nil {
 			mutate(c)

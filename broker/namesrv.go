@@ -51,7 +51,7 @@ func (b *Broker) registerAll() {
 		HaServerAddr: b.haServerAddr(c), BrokerID: c.BrokerID,
 		BodyCrc32: int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF),
 	}
-	timeout := time.Duration(c.RegisterBrokerTimeoutMills) * time.Millisecond
+	timeout := c.RegisterBrokerTimeout
 	var wg sync.WaitGroup
 	for _, addr := range addrs {
 		wg.Add(1)

@@ -10,7 +10,6 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/filter"
 	"github.com/openrmq/rocketmq-operator/broker/longpoll"
 	"github.com/openrmq/rocketmq-operator/broker/store"
-	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -161,17 +160,17 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	return resp
 }
 
-// subscriptionFilter builds the store filter of a subscription: nil for "*", the tag
-// hashes for a TAG expression, the expression over each record's properties for SQL92.
-// An expression that does not compile is refused as Java does: SUBSCRIPTION_PARSE_FAILED
-// when the pull carries it, FILTER_DATA_NOT_EXIST when it is the one the heartbeat
-// registered (registered); a SQL92 expression that compiles is refused with
-// SYSTEM_ERROR unless enablePropertyFilter is set.
+// subscriptionFilter returns the store filter of a subscription (filterCache): nil for
+// "*", the tag hashes for a TAG expression, the expression over each record's properties
+// for SQL92. An expression that does not compile is refused as Java does:
+// SUBSCRIPTION_PARSE_FAILED when the pull carries it, FILTER_DATA_NOT_EXIST when it is
+// the one the heartbeat registered (registered); a SQL92 expression that compiles is
+// refused with SYSTEM_ERROR unless enablePropertyFilter is set.
 func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, registered bool, c config.Config) (store.MessageFilter, *remoting.Command) {
 	if (exprType == "" || exprType == filter.TypeTag) && (expr == "" || expr == filter.SubAll) {
-		return nil, nil // every message: the common case needs no filter built
+		return nil, nil // every message: the common case needs no lookup
 	}
-	f, err := filter.New(exprType, expr)
+	f, err := b.filters.get(exprType, expr)
 	if err != nil {
 		if registered && exprType != "" && exprType != filter.TypeTag {
 			return nil, req.NewResponse(remoting.FilterDataNotExist,
@@ -185,19 +184,7 @@ func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string
 	if exprType == filter.TypeSQL92 && !c.EnablePropertyFilter {
 		return nil, req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by "+exprType)
 	}
-	if tf, ok := f.(filter.TagFilter); ok {
-		if tf.All() {
-			return nil, nil
-		}
-		return store.FilterFuncs{Tags: tf.MatchTagsCode}, nil
-	}
-	return store.FilterFuncs{Tags: f.MatchTagsCode, Record: func(rec []byte) bool {
-		v, err := message.ParseRecord(rec)
-		if err != nil {
-			return false
-		}
-		return f.MatchProperties(message.DecodeProperties(string(v.Properties())))
-	}}, nil
+	return f, nil
 }
 
 // pullCode maps a store read to the response code (see the facts file).
@@ -228,7 +215,7 @@ func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader,
 	}
 	wait := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
 	if !c.LongPollingEnable {
-		wait = time.Duration(c.ShortPollingTimeMills) * time.Millisecond
+		wait = c.ShortPollingTime
 	}
 	req.Suspended = true
 	b.holder.Hold(&longpoll.Request{

@@ -156,7 +156,7 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 	if c.BrokerRole == config.Slave {
 		return // a slave's store takes the master's records only
 	}
-	if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
+	if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
 		b.log.Warn("cannot store a reply message", "topic", m.Topic, "err", err)
 		return
 	}
@@ -169,7 +169,7 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 	// still count as stored.
 	durable()
 	if b.syncMasterWait(c, m.Properties) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.SlaveTimeout)*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), c.SlaveTimeout)
 		_ = b.haServer.WaitForSlave(ctx, res.PhysicalOffset+int64(res.Size))
 		cancel()
 	}

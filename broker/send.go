@@ -163,7 +163,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	// As there, the slave's answer decides over the flush's, and the slave's time
 	// (slaveTimeout) runs from the append, alongside the flush.
 	end := res.PhysicalOffset + int64(res.Size)
-	timeout := time.Duration(c.SlaveTimeout) * time.Millisecond
+	timeout := c.SlaveTimeout // not c in the closure: c would escape, a copy per send
 	start := time.Now()
 	b.server.ReplyLater(conn, req, func() *remoting.Command {
 		if durable() == store.PutFlushDiskTimeout {
@@ -292,16 +292,10 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 		}
 		return nil
 	}
-	if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
+	if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
 		return req.NewResponse(remoting.MessageIllegal, err.Error())
 	}
 	return nil
-}
-
-// maxDelayLevel is the number of configured delay levels.
-func (b *Broker) maxDelayLevel() int {
-	levels, _ := store.ParseDelayLevels(b.cfg.Get().MessageDelayLevel)
-	return len(levels)
 }
 
 // addProperty appends key=value unless key is already present.

@@ -75,7 +75,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	m := res.Message
 	m.BornHost = orig.BornHost
 	if !res.DLQ {
-		if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
+		if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
 			return req.NewResponse(remoting.SystemError, err.Error())
 		}
 	}

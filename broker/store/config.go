@@ -29,7 +29,8 @@ const (
 )
 
 // Config configures a Store. Field names follow the Java broker.conf keys
-// (MessageStoreConfig) so the broker can map them one to one.
+// (MessageStoreConfig); broker/config parses those keys, once, into these typed
+// values (StoreConfig).
 type Config struct {
 	StorePathRootDir              string        // storePathRootDir
 	StorePathCommitLog            string        // storePathCommitLog; default <root>/commitlog
@@ -39,7 +40,7 @@ type Config struct {
 	SyncFlushTimeout              time.Duration // syncFlushTimeout (ms in broker.conf)
 	FlushIntervalCommitLog        time.Duration // flushIntervalCommitLog (ms), async flush period
 	FlushIntervalConsumeQueue     time.Duration // flushIntervalConsumeQueue (ms)
-	FileReservedTime              int           // fileReservedTime, hours
+	FileReservedTime              time.Duration // fileReservedTime (hours in broker.conf)
 	DeleteWhen                    string        // deleteWhen, hours "04" or "04;16"
 	DiskMaxUsedSpaceRatio         int           // diskMaxUsedSpaceRatio, percent
 	CleanResourceInterval         time.Duration // cleanResourceInterval (ms)
@@ -93,7 +94,7 @@ func DefaultConfig(root string) Config {
 		SyncFlushTimeout:                  5 * time.Second,
 		FlushIntervalCommitLog:            500 * time.Millisecond,
 		FlushIntervalConsumeQueue:         time.Second,
-		FileReservedTime:                  72,
+		FileReservedTime:                  72 * time.Hour,
 		DeleteWhen:                        "04",
 		DiskMaxUsedSpaceRatio:             75,
 		CleanResourceInterval:             10 * time.Second,

@@ -90,7 +90,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s := &Store{
-		cfg: cfg, delayLevels: levels, retention: retention{hours: hours, keep: time.Duration(cfg.FileReservedTime) * time.Hour},
+		cfg: cfg, delayLevels: levels, retention: retention{hours: hours, keep: cfg.FileReservedTime},
 		cqs:        map[string]map[int32]*consumeQueue{},
 		queueTable: map[cqKey]int64{},
 		kickDisp:   make(chan struct{}, 1),
