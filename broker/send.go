@@ -80,7 +80,7 @@ const (
 // notAllowedSendTopics are written by the broker only (Java's TopicValidator).
 var notAllowedSendTopics = map[string]bool{
 	protocol.ScheduleTopic: true, protocol.TransHalfTopic: true, protocol.TransOpHalfTopic: true,
-	"CHECKPOINT_TOPIC_XXXX": true,
+	protocol.CheckpointTopic: true,
 }
 
 func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {

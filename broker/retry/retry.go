@@ -11,12 +11,14 @@ import (
 	"strconv"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Topic prefixes and defaults (Java MixAll, SubscriptionGroupConfig).
 const (
-	RetryTopicPrefix      = "%RETRY%"
-	DLQTopicPrefix        = "%DLQ%"
+	RetryTopicPrefix      = protocol.RetryGroupTopicPrefix
+	DLQTopicPrefix        = protocol.DLQGroupTopicPrefix
 	DefaultRetryMaxTimes  = 16 // SubscriptionGroupConfig.retryMaxTimes
 	DefaultRetryQueueNums = 1  // SubscriptionGroupConfig.retryQueueNums
 	DLQQueueNums          = 1  // MixAll.DLQ_NUMS_PER_GROUP

@@ -14,6 +14,8 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/store/internal/mmapfile"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/names"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Arrival describes a message the dispatcher has just made readable
@@ -297,7 +299,7 @@ func (s *Store) tagsCode(v *message.RecordView, props []byte) int64 {
 }
 
 // ScheduleTopic holds delayed messages, one queue per delay level.
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+const ScheduleTopic = protocol.ScheduleTopic
 
 // DeliverTime is the delivery time (ms) of a message of the given delay
 // level stored at storeTs; levels above the highest use the highest.

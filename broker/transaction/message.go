@@ -6,16 +6,18 @@ import (
 	"strconv"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Topics, group and tag of the transaction machinery.
 const (
-	HalfTopic = "RMQ_SYS_TRANS_HALF_TOPIC"
-	OpTopic   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	HalfTopic = protocol.TransHalfTopic
+	OpTopic   = protocol.TransOpHalfTopic
 	// DiscardTopic receives half messages checked too often (1 queue;
 	// the broker registers it, perm 6, like Java's
 	// createTopicOfTranCheckMaxTime).
-	DiscardTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
+	DiscardTopic = protocol.TransCheckMaxTimeTopic
 	// SysGroup is the consumer group whose offsets record the check progress.
 	SysGroup = "CID_RMQ_SYS_TRANS"
 	// RemoveTag tags op messages.
