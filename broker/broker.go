@@ -134,6 +134,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 
 	sc := cfg.StoreConfig()
 	sc.StoreHost = b.storeHost
+	sc.Logger = log.With("component", "store")
 	if b.metrics != nil {
 		sc.OnGroupCommit = b.metrics.onGroupCommit
 	}
@@ -141,9 +142,8 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b.puts = &putPath{store: b.store, wakeHA: b.notifyHA, stats: b.stats}
-	b.sched, err = schedule.New(serviceStore{b.store, b.puts, scheduleKind}, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
-		log.Warn(fmt.Sprintf(format, args...), "component", "schedule")
-	}})
+	b.sched, err = schedule.New(serviceStore{b.store, b.puts, scheduleKind}, schedule.Config{ConfigDir: dir,
+		Logger: log.With("component", "schedule")})
 	if err != nil {
 		b.store.Close()
 		return nil, err
@@ -153,9 +153,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		CheckInterval:      cfg.TransactionCheckInterval,
 		TransactionTimeout: cfg.TransactionTimeOut,
 		CheckMax:           cfg.TransactionCheckMax,
-		Logf: func(format string, args ...any) {
-			log.Warn(fmt.Sprintf(format, args...), "component", "transaction")
-		},
+		Logger:             log.With("component", "transaction"),
 	})
 	interval := time.Second
 	if !cfg.LongPollingEnable {

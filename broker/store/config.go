@@ -2,12 +2,14 @@ package store
 
 import (
 	"fmt"
-	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
 // Flush disk types (config key flushDiskType).
@@ -77,6 +79,11 @@ type Config struct {
 	// must be quick.
 	OnGroupCommit func(appenders int)
 
+	// Logger receives the store's log lines (nil: slog.Default() with
+	// component=store). WARN is what an
+	// operator should look at: damage found, space running out, records not queued.
+	Logger *slog.Logger
+
 	// Hooks for tests; nil means the real clock, RAM size and disk probe.
 	Now         func() time.Time
 	TotalMemory int64
@@ -125,6 +132,13 @@ func (c *Config) consumeQueueDir() string { return filepath.Join(c.StorePathRoot
 func (c *Config) indexDir() string        { return filepath.Join(c.StorePathRootDir, "index") }
 func (c *Config) checkpointPath() string  { return filepath.Join(c.StorePathRootDir, "checkpoint") }
 func (c *Config) abortPath() string       { return filepath.Join(c.StorePathRootDir, "abort") }
+
+func (c *Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default().With("component", "store")
+}
 
 func (c *Config) now() time.Time {
 	if c.Now != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log"
 	"math"
 	"os"
 	"path/filepath"
@@ -66,7 +65,7 @@ func (s *Store) dispatchLoop() {
 		}
 		err := s.dispatch()
 		if err != nil && err.Error() != lastErr {
-			log.Printf("store: dispatch: %v", err)
+			s.log.Error("dispatch failed", "err", err)
 		}
 		lastErr = ""
 		if err != nil {
@@ -180,7 +179,7 @@ func (s *Store) passDamage(seg *mmapfile.File, r damagedRange, pos int64, only m
 			return true
 		}
 		if _, err := cq.put(v.QueueOffset(), cqEntry{phy: phy, size: int32(v.Size())}, cqEntry{}); err != nil {
-			log.Printf("store: damaged record at commitlog offset %d: no gap entry: %v", phy, err)
+			s.log.Warn("damaged record: no gap entry", "topic", cq.topic, "queue", cq.queueID, "offset", phy, "err", err)
 		}
 		return true
 	})
@@ -232,7 +231,7 @@ func (s *Store) queueRecord(v *message.RecordView, phy int64, cq *consumeQueue) 
 	}
 	added, err := cq.put(qoff, e, gap)
 	if errors.Is(err, errQueueGap) {
-		log.Printf("store: WARN record at commitlog offset %d not queued: %v", phy, err)
+		s.log.Warn("record not queued", "topic", cq.topic, "queue", cq.queueID, "offset", phy, "err", err)
 		return nil
 	}
 	if err != nil {
@@ -275,8 +274,8 @@ func (s *Store) queueable(v *message.RecordView, phy int64) bool {
 		return true
 	}
 	if n := s.unqueueable.Add(1); n%1000 == 1 {
-		log.Printf("store: record at commitlog offset %d has topic %q queue %d, which cannot be queued: not dispatched (%d such records)",
-			phy, v.Topic(), v.QueueID(), n)
+		s.log.Warn("record with a topic or queue that cannot be queued: not dispatched",
+			"topic", string(v.Topic()), "queue", v.QueueID(), "offset", phy, "records", n)
 	}
 	return false
 }
@@ -365,7 +364,7 @@ func (s *Store) loadConsumeQueues() error {
 			continue
 		}
 		if err := names.Topic(t.Name()); err != nil {
-			log.Printf("store: %s/%s is not a topic's queues (%v): left alone", root, t.Name(), err)
+			s.log.Warn("not a topic's queues: left alone", "dir", filepath.Join(root, t.Name()), "err", err)
 			continue
 		}
 		qs, err := os.ReadDir(filepath.Join(root, t.Name()))

@@ -2,7 +2,7 @@ package transaction
 
 import (
 	"fmt"
-	"log"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -69,7 +69,9 @@ type Config struct {
 	// TransactionTimeout). See Service.ended.
 	EndedTTL time.Duration
 	Now      func() time.Time
-	Logf     func(format string, args ...any)
+	// Logger defaults to slog.Default() with component=transaction. WARN lines are
+	// transactions discarded or at risk (an op record not written).
+	Logger *slog.Logger
 }
 
 // Service ends transactions and runs the periodic check.
@@ -119,8 +121,8 @@ func New(st Store, offsets Offsets, checker Checker, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default().With("component", "transaction")
 	}
 	return &Service{st: st, offsets: offsets, checker: checker, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}),
 		ended: map[string]time.Time{}}
@@ -173,7 +175,7 @@ func (s *Service) loop() {
 			return
 		case <-t.C:
 			if _, err := s.Check(); err != nil {
-				s.cfg.Logf("transaction: check: %v", err)
+				s.cfg.Logger.Warn("transaction check failed", "err", err)
 			}
 		}
 	}
@@ -214,7 +216,8 @@ func (s *Service) EndTransaction(req EndRequest) (*store.PutResult, error) {
 	}
 	id := half.Property(message.PropertyUniqClientMessageIDKey)
 	if !s.markEnded(id) {
-		s.cfg.Logf("transaction: %s of producer group %s already ended; answer for half offset %d ignored", id, req.ProducerGroup, half.QueueOffset)
+		s.cfg.Logger.Info("transaction already ended: answer ignored", "msgId", id, "producerGroup", req.ProducerGroup,
+			"topic", HalfTopic, "queue", halfQueueID, "offset", half.QueueOffset)
 		return nil, nil
 	}
 	var res *store.PutResult
@@ -234,7 +237,8 @@ func (s *Service) EndTransaction(req EndRequest) (*store.PutResult, error) {
 	if _, err := s.st.PutMessage(opMessage(half.QueueOffset, s.cfg.Now().UnixMilli(), half)); err != nil {
 		// The transaction is ended but will be checked again; a second
 		// commit answer would deliver twice.
-		s.cfg.Logf("transaction: op message for half offset %d: %v", half.QueueOffset, err)
+		s.cfg.Logger.Warn("cannot write a transaction's op record: it will be checked again", "topic", OpTopic,
+			"halfOffset", half.QueueOffset, "err", err)
 	}
 	return res, nil
 }
@@ -369,14 +373,14 @@ scan:
 				set[message.PropertyTranPreparedQueueOffset] = strconv.FormatInt(i, 10)
 			}
 			if _, err := putCopy(h, set); err != nil {
-				s.cfg.Logf("transaction: renew half message at %d: %v", i, err)
+				s.cfg.Logger.Warn("cannot renew a half message", "topic", HalfTopic, "queue", halfQueueID, "offset", i, "err", err)
 				break scan
 			}
 			continue
 		}
 		res, err := putCopy(h, map[string]string{message.PropertyTransactionCheckTimes: strconv.Itoa(times + 1)})
 		if err != nil {
-			s.cfg.Logf("transaction: renew half message at %d: %v", i, err)
+			s.cfg.Logger.Warn("cannot renew a half message", "topic", HalfTopic, "queue", halfQueueID, "offset", i, "err", err)
 			break scan
 		}
 		st.Checked++
@@ -452,7 +456,7 @@ func (s *Service) halfAt(i int64) (*message.MessageExt, int64, error) {
 	}
 	h, err := message.DecodeRecord(r.Messages[0], false)
 	if err != nil {
-		s.cfg.Logf("transaction: half queue offset %d: %v; skipped", i, err)
+		s.cfg.Logger.Warn("half message unreadable: skipped", "topic", HalfTopic, "queue", halfQueueID, "offset", i, "err", err)
 		return nil, i + 1, nil
 	}
 	return h, i + 1, nil
@@ -464,7 +468,7 @@ func (s *Service) sendCheck(res *store.PutResult) {
 	}
 	m, err := s.st.GetMessageByOffset(res.PhysicalOffset)
 	if err != nil {
-		s.cfg.Logf("transaction: read renewed half message: %v", err)
+		s.cfg.Logger.Warn("cannot read a renewed half message", "offset", res.PhysicalOffset, "err", err)
 		return
 	}
 	req := &CheckRequest{
@@ -528,15 +532,15 @@ func (s *Service) sweepEnded() {
 // TRANS_CHECK_MAX_TIME_TOPIC, where it can be looked at but is never
 // delivered (Java's DefaultTransactionalMessageCheckListener).
 func (s *Service) discard(h *message.MessageExt, off int64, times int) {
-	s.cfg.Logf("transaction: half message %s (real topic %s, producer group %s, half offset %d, checked %d times) discarded to %s",
-		h.Property(message.PropertyUniqClientMessageIDKey), h.Property(message.PropertyRealTopic),
-		h.Property(message.PropertyProducerGroup), off, times, DiscardTopic)
+	s.cfg.Logger.Warn("half message discarded: checked too often or too old", "msgId", h.Property(message.PropertyUniqClientMessageIDKey),
+		"realTopic", h.Property(message.PropertyRealTopic), "producerGroup", h.Property(message.PropertyProducerGroup),
+		"topic", HalfTopic, "queue", halfQueueID, "offset", off, "checks", times, "to", DiscardTopic)
 	m, err := renewHalf(h, nil)
 	if err == nil {
 		m.Topic = DiscardTopic
 		_, err = s.st.PutMessage(m)
 	}
 	if err != nil {
-		s.cfg.Logf("transaction: put discarded half message to %s: %v", DiscardTopic, err)
+		s.cfg.Logger.Warn("cannot put a discarded half message", "topic", DiscardTopic, "err", err)
 	}
 }
