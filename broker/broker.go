@@ -233,17 +233,15 @@ func (b *Broker) Start() error {
 	for _, p := range ports {
 		l, err := b.server.Listen(net.JoinHostPort("", strconv.Itoa(p)))
 		if err != nil {
-			b.server.Shutdown(context.Background())
-			return fmt.Errorf("broker: listen on port %d: %w", p, err)
+			return errors.Join(fmt.Errorf("broker: listen on port %d: %w", p, err), b.server.Shutdown(context.Background()))
 		}
 		b.listeners = append(b.listeners, l)
 	}
 	if err := b.startHA(); err != nil {
-		b.server.Shutdown(context.Background())
-		return err
+		return errors.Join(err, b.server.Shutdown(context.Background()))
 	}
 	if err := b.metrics.start(c); err != nil {
-		b.server.Shutdown(context.Background())
+		err = errors.Join(err, b.server.Shutdown(context.Background()))
 		b.closeHA()
 		return err
 	}
@@ -320,13 +318,15 @@ func (b *Broker) ListenAddrs() []string {
 
 // Shutdown stops the broker: unregisters from the name servers, stops accepting,
 // answers held pulls, waits for in-flight requests, persists offsets and configs, and
-// closes the store (flush, clean-shutdown marker).
+// closes the store (flush, clean-shutdown marker). ctx bounds the waits on the network
+// (the unregistrations, the in-flight requests); once it is done they are cut short and
+// its error is returned, but the metadata is still persisted and the store closed.
 func (b *Broker) Shutdown(ctx context.Context) error {
 	var errs []error
 	b.shutdown.Do(func() {
 		close(b.stop)
 		b.wg.Wait()
-		b.unregisterAll()
+		b.unregisterAll(ctx)
 		b.holder.Close()
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -342,6 +342,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		errs = append(errs, b.txn.Close(), b.sched.Close())
 		errs = append(errs, b.offsets.Persist(true), b.topics.Persist(), b.groups.Persist())
 		errs = append(errs, b.store.Close())
+		if err := ctx.Err(); err != nil && !errors.Is(errors.Join(errs...), err) {
+			errs = append(errs, fmt.Errorf("broker: shutdown cut short: %w", err))
+		}
 		b.log.Info("broker stopped", "name", b.cfg.Get().BrokerName)
 	})
 	return errors.Join(errs...)

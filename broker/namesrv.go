@@ -77,7 +77,7 @@ func (b *Broker) registerAll() {
 }
 
 // unregisterAll tells every name server the broker is leaving.
-func (b *Broker) unregisterAll() {
+func (b *Broker) unregisterAll(ctx context.Context) {
 	c := b.cfg.Get()
 	hdr := protocol.UnregisterBrokerRequestHeader{
 		BrokerName: c.BrokerName, BrokerAddr: c.BrokerAddr(), ClusterName: c.BrokerClusterName, BrokerID: c.BrokerID,
@@ -87,7 +87,7 @@ func (b *Broker) unregisterAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
 			req := remoting.NewRequest(remoting.UnregisterBroker, remoting.EncodeHeader(&hdr), nil)
 			if _, err := b.nsClient.Invoke(ctx, addr, req); err != nil {
