@@ -61,7 +61,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	if req.Version >= versionV3_4_9 {
 		r.MaxReconsumeTimes = h.MaxReconsumeTimes
 	}
-	res, err := retry.Build(orig, r, func(n int32) int32 { return rand.Int32N(n) })
+	res, err := retry.Build(orig, r, rand.Int32N)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}

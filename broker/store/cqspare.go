@@ -53,7 +53,7 @@ func (p *cqSpares) schedule(cq *consumeQueue) {
 	select {
 	case p.toPlace <- cq:
 	default:
-		cq.place() // on failure the next flush retries and reports it
+		_ = cq.place() // on failure the next flush retries and reports it
 	}
 }
 

@@ -195,12 +195,12 @@ func (s *Store) OffsetInQueueByTime(topic string, qid int32, ts int64) int64 {
 	lo, hi := cq.minOffset.Load(), cq.maxOffset.Load()
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		t := s.MessageStoreTime(topic, qid, mid)
-		if t >= 0 && t < ts {
+		switch t := s.MessageStoreTime(topic, qid, mid); {
+		case t >= 0 && t < ts:
 			lo = mid + 1
-		} else if t < 0 && mid == lo {
+		case t < 0 && mid == lo:
 			lo = mid + 1 // removed entry at the head: look right
-		} else {
+		default:
 			hi = mid
 		}
 	}

@@ -241,7 +241,7 @@ func (s *Server) Listen(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	go s.Serve(l)
+	go func() { _ = s.Serve(l) }() // only net.ErrClosed, once Shutdown closes l
 	return l, nil
 }
 
