@@ -187,7 +187,9 @@ func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string
 	return f, nil
 }
 
-// pullCode maps a store read to the response code (see the facts file).
+// pullCode maps a store read to the response code and remark, as 4.9.7's
+// PullMessageProcessor does (GetMessageStatus to ResponseCode); an offset the queue
+// does not hold is OFFSET_MOVED unless the consumer asked for 0 of an empty queue.
 func pullCode(s store.GetStatus, requested int64) (int16, string) {
 	switch s {
 	case store.Found:
