@@ -124,7 +124,7 @@ func (b *Broker) pushReply(ctx context.Context, conn *remoting.Conn, h *sendHead
 	}
 	// Java's remark, missing space included: clients may match on it.
 	failed := "push reply message to " + requester + "fail."
-	props, err := setProperty(m.Properties, propertyPushReplyTime, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	props, err := message.SetProperty(m.Properties, propertyPushReplyTime, strconv.FormatInt(time.Now().UnixMilli(), 10))
 	if err != nil {
 		b.log.Warn("cannot push a reply message", "requester", requester, "err", err)
 		return failed
@@ -174,16 +174,6 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 		cancel()
 	}
 	setSendResult(resp, res.MsgID(), queueID, res.QueueOffset)
-}
-
-// setProperty sets key in an encoded properties string, keeping the other pairs as sent.
-func setProperty(props, key, value string) (string, error) {
-	if _, ok := message.LookupProperty([]byte(props), key); !ok {
-		return addProperty(props, key, value), nil
-	}
-	m := message.DecodeProperties(props)
-	m[key] = value
-	return message.EncodeProperties(m)
 }
 
 // javaHostString is how Java writes a socket address in the push header: the bare IP,

@@ -69,6 +69,10 @@ func decodeSendHeader(req *remoting.Command) (*sendHeader, error) {
 	return h, nil
 }
 
+// propertyCluster is Java's MessageConst.PROPERTY_CLUSTER: the cluster that stored a
+// message, stamped on what producers send.
+const propertyCluster = "CLUSTER"
+
 // Response header fields of a send.
 const (
 	fieldMsgID       = "msgId"
@@ -122,7 +126,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 			if d := m.Property(message.PropertyDelayTimeLevel); d != "" && d != "0" {
 				return req.NewResponse(remoting.MessageIllegal, "batch messages do not support delay levels")
 			}
-			m.Properties = addProperty(m.Properties, "CLUSTER", c.BrokerClusterName)
+			m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
 			msgs = append(msgs, m)
 		}
 	} else {
@@ -135,7 +139,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		if resp := b.redirectMessage(req, h, m); resp != nil {
 			return resp
 		}
-		m.Properties = addProperty(m.Properties, "CLUSTER", c.BrokerClusterName)
+		m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
 		msgs = append(msgs, m)
 	}
 
@@ -272,15 +276,11 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 			m.Topic, m.QueueID = dlq, 0
 			// Dead now, not later: the DELAY the client set for the next retry goes
 			// (Java's setDelayTimeLevel(0)), or the message would be scheduled instead.
-			if _, ok := message.LookupProperty([]byte(m.Properties), message.PropertyDelayTimeLevel); ok {
-				props := message.DecodeProperties(m.Properties)
-				delete(props, message.PropertyDelayTimeLevel)
-				p, err := message.EncodeProperties(props)
-				if err != nil {
-					return req.NewResponse(remoting.MessageIllegal, err.Error())
-				}
-				m.Properties = p
+			p, err := message.DeleteProperty(m.Properties, message.PropertyDelayTimeLevel)
+			if err != nil {
+				return req.NewResponse(remoting.MessageIllegal, err.Error())
 			}
+			m.Properties = p
 		}
 	}
 	if transaction.IsPrepared(m) {
@@ -296,17 +296,6 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 		return req.NewResponse(remoting.MessageIllegal, err.Error())
 	}
 	return nil
-}
-
-// addProperty appends key=value unless key is already present.
-func addProperty(props, key, value string) string {
-	if _, ok := message.LookupProperty([]byte(props), key); ok || value == "" {
-		return props
-	}
-	if props != "" && !strings.HasSuffix(props, "\x02") {
-		props += "\x02"
-	}
-	return props + key + "\x01" + value + "\x02"
 }
 
 func putErrorResponse(req *remoting.Command, err error) *remoting.Command {

@@ -56,10 +56,10 @@ func ToSchedule(m *message.Message, maxLevel int) (bool, error) {
 		level = maxLevel
 	}
 	props := message.DecodeProperties(m.Properties)
-	props[message.PropertyDelayTimeLevel] = strconv.Itoa(level)
-	props[message.PropertyRealTopic] = m.Topic
-	props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	p, err := message.EncodeProperties(props)
+	props.Set(message.PropertyDelayTimeLevel, strconv.Itoa(level))
+	props.Set(message.PropertyRealTopic, m.Topic)
+	props.Set(message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	p, err := props.Encode()
 	if err != nil {
 		return false, err
 	}
