@@ -43,7 +43,7 @@ func (b *Broker) registerAdmin(pool *remoting.Pool) {
 		remoting.ViewMessageByID:                  b.handleViewMessage,
 		remoting.QueryMessage:                     b.handleQueryMessage,
 		remoting.GetConsumerConnectionList:        b.handleConsumerConnections,
-		remoting.GetConsumeStats:                  b.handleConsumeStatsWithTps,
+		remoting.GetConsumeStats:                  b.handleConsumeStats,
 		remoting.InvokeBrokerToResetOffset:        b.handleResetOffset,
 		remoting.CloneGroupOffset:                 b.handleCloneGroupOffset,
 		remoting.GetAllConsumerOffset:             b.handleGetAllConsumerOffset,

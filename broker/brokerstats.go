@@ -44,27 +44,32 @@ func (b *Broker) groupTps(group string, topics []string) float64 {
 	return tps
 }
 
-// handleConsumeStatsWithTps serves GET_CONSUME_STATS: handleConsumeStats' offsets plus
-// the group's consume rate in the topics they cover.
-func (b *Broker) handleConsumeStatsWithTps(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	resp := b.handleConsumeStats(ctx, conn, req)
-	if resp == nil || resp.Code != remoting.Success {
-		return resp
+// handleConsumeStats serves GET_CONSUME_STATS: the group's offsets in the queues of one
+// topic, or of every topic it has offsets in, and its consume rate in those topics.
+func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Field("consumerGroup")
+	if group == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null")
 	}
-	st, err := protocol.DecodeConsumeStats(resp.Body)
+	topics := b.offsets.TopicsOf(group)
+	if t := req.Field("topic"); t != "" {
+		topics = []string{t}
+	}
+	st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+	var covered []string
+	for _, topic := range topics {
+		if tc, ok := b.topics.Get(topic); ok && tc.WriteQueueNums > 0 {
+			b.addConsumeOffsets(&st, group, topic, tc.WriteQueueNums)
+			covered = append(covered, topic)
+		}
+	}
+	st.ConsumeTps = b.groupTps(group, covered)
+	body, err := st.Encode()
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, err.Error())
 	}
-	var topics []string
-	for mq := range st.OffsetTable {
-		if !slices.Contains(topics, mq.Topic) {
-			topics = append(topics, mq.Topic)
-		}
-	}
-	st.ConsumeTps = b.groupTps(req.Field("consumerGroup"), topics)
-	if resp.Body, err = st.Encode(); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
-	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
 	return resp
 }
 
@@ -97,7 +102,8 @@ func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Co
 					continue
 				}
 			}
-			st := b.queueConsumeStats(group, topic, tc.WriteQueueNums)
+			st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+			b.addConsumeOffsets(&st, group, topic, tc.WriteQueueNums)
 			st.ConsumeTps = b.groupTps(group, []string{topic})
 			out.TotalDiff += st.TotalDiff()
 			list = append(list, st)
@@ -113,13 +119,13 @@ func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Co
 	return resp
 }
 
-// queueConsumeStats is group's offsets in the queues of topic, as GET_CONSUME_STATS
-// gives them.
-func (b *Broker) queueConsumeStats(group, topic string, queues int) protocol.ConsumeStats {
+// addConsumeOffsets adds group's offsets in the queues of topic to st, as GET_CONSUME_STATS
+// and GET_BROKER_CONSUME_STATS give them: the queue's end, the group's committed offset
+// (0 without one) and the store time of the last message it consumed.
+func (b *Broker) addConsumeOffsets(st *protocol.ConsumeStats, group, topic string, queues int) {
 	name := b.cfg.Get().BrokerName
-	st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
 	for q := range int32(queues) {
-		w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
+		w := protocol.OffsetWrapper{BrokerOffset: b.store.MaxOffsetInQueue(topic, q), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
 		if w.ConsumerOffset > 0 {
 			if ts := b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1); ts > 0 {
 				w.LastTimestamp = ts
@@ -127,5 +133,4 @@ func (b *Broker) queueConsumeStats(group, topic string, queues int) protocol.Con
 		}
 		st.OffsetTable[protocol.MessageQueue{BrokerName: name, QueueID: q, Topic: topic}] = w
 	}
-	return st
 }

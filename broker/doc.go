@@ -15,15 +15,17 @@
 //	offsetmoved.go PULL_OFFSET_MOVED corrections and OFFSET_MOVED_EVENT
 //	clients.go  HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG, GET_CONSUMER_LIST_BY_GROUP,
 //	            notifications
-//	offsets.go  consumer offsets and queue offset queries
-//	reset.go    offset reset by time, consume stats, clone, connection lists
+//	offsets.go  consumer offsets and queue offset queries, CLONE_GROUP_OFFSET,
+//	            GET_ALL_CONSUMER_OFFSET
+//	reset.go    INVOKE_BROKER_TO_RESET_OFFSET: offset reset by time
+//	connections.go GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST
 //	admin.go    topics, groups, broker config and runtime info, message lookups
 //	locks.go    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ (orderly consumers); locks are released
 //	            when their client unregisters or its connection closes
 //	namesrv.go  registration with the name servers
 //	callclient.go GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY: relayed to a consumer
 //	stats.go    put/get counters for GET_BROKER_RUNTIME_INFO and VIEW_BROKER_STATS_DATA
-//	brokerstats.go VIEW_BROKER_STATS_DATA, GET_BROKER_CONSUME_STATS, consumeTps
+//	brokerstats.go VIEW_BROKER_STATS_DATA, GET_CONSUME_STATS, GET_BROKER_CONSUME_STATS
 //	queueadmin.go QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC
 //	ha.go       master/slave replication (package ha): the master's HA server and
 //	            SYNC_MASTER waits, the slave's commitlog copy and metadata sync,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
@@ -91,4 +92,30 @@ func (b *Broker) inMemory(topic string, qid int32, offset int64) bool {
 		return true
 	}
 	return b.store.CheckInMemByConsumeOffset(topic, qid, offset, 1)
+}
+
+// handleCloneGroupOffset serves CLONE_GROUP_OFFSET: the source group's offsets, in one
+// topic or all it has, become the destination group's.
+func (b *Broker) handleCloneGroupOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var h protocol.CloneGroupOffsetRequestHeader
+	if err := remoting.DecodeHeader(req, &h); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	topics := b.offsets.TopicsOf(h.SrcGroup)
+	if h.Topic != "" {
+		topics = []string{h.Topic}
+	}
+	for _, t := range topics {
+		if src := b.offsets.QueryAll(h.SrcGroup, t); len(src) > 0 {
+			b.offsets.Set(h.DestGroup, t, src)
+		}
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+// handleGetAllConsumerOffset serves GET_ALL_CONSUMER_OFFSET: the whole offset table.
+func (b *Broker) handleGetAllConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = b.offsets.Encode()
+	return resp
 }
