@@ -20,18 +20,18 @@ type viewBrokerStatsHeader struct {
 
 // handleViewBrokerStats serves VIEW_BROKER_STATS_DATA: one counter's last minute, hour
 // and day (mqadmin statsAll asks TOPIC_PUT_NUMS and GROUP_GET_NUMS).
-func (b *Broker) handleViewBrokerStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleViewBrokerStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h viewBrokerStatsHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	it, ok := b.stats.lookup(h.StatsName, h.StatsKey)
 	if !ok {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist", h.StatsName, h.StatsKey))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist", h.StatsName, h.StatsKey)), nil
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = it.data().Encode()
-	return resp
+	return resp, nil
 }
 
 // groupTps is Java's consumeTps of a group in some topics: the sum of their GROUP_GET_NUMS
@@ -46,10 +46,10 @@ func (b *Broker) groupTps(group string, topics []string) float64 {
 
 // handleConsumeStats serves GET_CONSUME_STATS: the group's offsets in the queues of one
 // topic, or of every topic it has offsets in, and its consume rate in those topics.
-func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	group := req.Field("consumerGroup")
 	if group == "" {
-		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null")
+		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null"), nil
 	}
 	topics := b.offsets.TopicsOf(group)
 	if t := req.Field("topic"); t != "" {
@@ -66,11 +66,11 @@ func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, re
 	st.ConsumeTps = b.groupTps(group, covered)
 	body, err := st.Encode()
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = body
-	return resp
+	return resp, nil
 }
 
 type brokerConsumeStatsHeader struct {
@@ -81,10 +81,10 @@ type brokerConsumeStatsHeader struct {
 // as Java's fetchAllConsumeStatsInBroker: for every subscription group, a ConsumeStats per
 // topic it has offsets in; with isOrder only order topics; an online group's topics only
 // when it subscribes them.
-func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h brokerConsumeStatsHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	out := protocol.ConsumeStatsList{BrokerAddr: b.Addr(), ConsumeStatsList: []map[string][]protocol.ConsumeStats{}}
 	for _, group := range b.groups.Names() {
@@ -112,11 +112,11 @@ func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Co
 	}
 	body, err := out.Encode()
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = body
-	return resp
+	return resp, nil
 }
 
 // addConsumeOffsets adds group's offsets in the queues of topic to st, as GET_CONSUME_STATS

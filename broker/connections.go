@@ -25,11 +25,11 @@ type consumerConnection struct {
 }
 
 // handleConsumerConnections serves GET_CONSUMER_CONNECTION_LIST.
-func (b *Broker) handleConsumerConnections(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleConsumerConnections(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	group := req.Field("consumerGroup")
 	g, ok := b.clients.Consumer(group)
 	if !ok {
-		return req.NewResponse(remoting.ConsumerNotOnline, fmt.Sprintf("the consumer group[%s] not online", group))
+		return req.NewResponse(remoting.ConsumerNotOnline, fmt.Sprintf("the consumer group[%s] not online", group)), nil
 	}
 	cc := consumerConnection{SubscriptionTable: g.Subscriptions, ConsumeType: g.ConsumeType,
 		MessageModel: g.MessageModel, ConsumeFromWhere: g.ConsumeFromWhere, ConnectionSet: []connection{}}
@@ -39,15 +39,15 @@ func (b *Broker) handleConsumerConnections(ctx context.Context, conn *remoting.C
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = protocol.MustEncode(cc)
-	return resp
+	return resp, nil
 }
 
 // handleProducerConnections serves GET_PRODUCER_CONNECTION_LIST.
-func (b *Broker) handleProducerConnections(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleProducerConnections(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	group := req.Field("producerGroup")
 	chans := b.clients.Producers(group)
 	if len(chans) == 0 {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("the producer group[%s] not exist", group))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("the producer group[%s] not exist", group)), nil
 	}
 	out := struct {
 		ConnectionSet []connection `json:"connectionSet"`
@@ -58,5 +58,5 @@ func (b *Broker) handleProducerConnections(ctx context.Context, conn *remoting.C
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = protocol.MustEncode(out)
-	return resp
+	return resp, nil
 }

@@ -161,12 +161,12 @@ func (b *Broker) waitSlave(ctx context.Context, end int64, resp *remoting.Comman
 	}
 }
 
-func (b *Broker) handleGetAllDelayOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetAllDelayOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	resp := req.NewResponse(remoting.Success, "")
 	if b.sched != nil {
 		resp.Body = b.sched.Encode()
 	}
-	return resp
+	return resp, nil
 }
 
 // metadataApplier applies a master's metadata to a slave (4.9.7's SlaveSynchronize):

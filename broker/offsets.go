@@ -21,10 +21,10 @@ type queueHeader struct {
 	Timestamp int64  `rmq:"timestamp"`
 }
 
-func (b *Broker) handleQueryConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleQueryConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h consumerOffsetHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	offset := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
 	if offset < 0 {
@@ -33,51 +33,51 @@ func (b *Broker) handleQueryConsumerOffset(ctx context.Context, conn *remoting.C
 		if b.store.MinOffsetInQueue(h.Topic, h.QueueID) <= 0 && b.inMemory(h.Topic, h.QueueID, 0) {
 			offset = 0
 		} else {
-			return req.NewResponse(remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+			return req.NewResponse(remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"), nil
 		}
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField("offset", strconv.FormatInt(offset, 10))
-	return resp
+	return resp, nil
 }
 
-func (b *Broker) handleUpdateConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleUpdateConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h consumerOffsetHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if _, ok := req.ExtFields["commitOffset"]; !ok {
-		return req.NewResponse(remoting.SystemError, "the custom field <commitOffset> is null")
+		return req.NewResponse(remoting.SystemError, "the custom field <commitOffset> is null"), nil
 	}
 	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
-func (b *Broker) queueQuery(req *remoting.Command, field string, f func(h *queueHeader) int64) *remoting.Command {
+func (b *Broker) queueQuery(req *remoting.Command, field string, f func(h *queueHeader) int64) (*remoting.Command, error) {
 	var h queueHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField(field, strconv.FormatInt(f(&h), 10))
-	return resp
+	return resp, nil
 }
 
-func (b *Broker) handleGetMaxOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetMaxOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MaxOffsetInQueue(h.Topic, h.QueueID) })
 }
 
-func (b *Broker) handleGetMinOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetMinOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	return b.queueQuery(req, "offset", func(h *queueHeader) int64 { return b.store.MinOffsetInQueue(h.Topic, h.QueueID) })
 }
 
-func (b *Broker) handleGetEarliestMsgStoreTime(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetEarliestMsgStoreTime(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	return b.queueQuery(req, "timestamp", func(h *queueHeader) int64 {
 		return b.store.MessageStoreTime(h.Topic, h.QueueID, b.store.MinOffsetInQueue(h.Topic, h.QueueID))
 	})
 }
 
-func (b *Broker) handleSearchOffsetByTimestamp(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleSearchOffsetByTimestamp(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	return b.queueQuery(req, "offset", func(h *queueHeader) int64 {
 		return b.store.OffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp)
 	})
@@ -96,10 +96,10 @@ func (b *Broker) inMemory(topic string, qid int32, offset int64) bool {
 
 // handleCloneGroupOffset serves CLONE_GROUP_OFFSET: the source group's offsets, in one
 // topic or all it has, become the destination group's.
-func (b *Broker) handleCloneGroupOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleCloneGroupOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.CloneGroupOffsetRequestHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	topics := b.offsets.TopicsOf(h.SrcGroup)
 	if h.Topic != "" {
@@ -110,12 +110,12 @@ func (b *Broker) handleCloneGroupOffset(ctx context.Context, conn *remoting.Conn
 			b.offsets.Set(h.DestGroup, t, src)
 		}
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 // handleGetAllConsumerOffset serves GET_ALL_CONSUMER_OFFSET: the whole offset table.
-func (b *Broker) handleGetAllConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetAllConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = b.offsets.Encode()
-	return resp
+	return resp, nil
 }

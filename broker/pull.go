@@ -38,8 +38,8 @@ type pullHeader struct {
 	ExpressionType       string `rmq:"expressionType"`
 }
 
-func (b *Broker) handlePull(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.pull(conn, req, true)
+func (b *Broker) handlePull(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+	return b.pull(conn, req, true), nil
 }
 
 // pull serves one pull. With allowSuspend, a pull that finds nothing and carries the

@@ -53,12 +53,12 @@ type pushReplyHeader struct {
 // handleSendReply serves SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2 as 4.9.7's
 // ReplyMessageProcessor: the reply is pushed to the requester named by REPLY_TO_CLIENT,
 // whose push outcome is the response code, and then stored in its topic.
-func (b *Broker) handleSendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleSendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	resp := b.sendReply(ctx, conn, req)
 	// Java sets these before any check, so refusals carry them too.
 	resp.SetField(message.PropertyMsgRegion, defaultRegion)
 	resp.SetField(message.PropertyTraceSwitch, "true")
-	return resp
+	return resp, nil
 }
 
 func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {

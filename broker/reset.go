@@ -13,14 +13,14 @@ import (
 // after a timestamp (-1: the end). Unless isForce, offsets only move back. The new
 // offsets are committed here, so an offline group restarts from them, and pushed to the
 // online consumers with RESET_CONSUMER_CLIENT_OFFSET.
-func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ResetOffsetRequestHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	tc, ok := b.topics.Get(h.Topic)
 	if !ok {
-		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("[reset-offset] topic %s does not exist", h.Topic))
+		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("[reset-offset] topic %s does not exist", h.Topic)), nil
 	}
 	name := b.cfg.Get().BrokerName
 	reset := protocol.ResetOffsetBody{OffsetTable: map[protocol.MessageQueue]int64{}}
@@ -43,7 +43,7 @@ func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req
 	}
 	body, err := reset.Encode()
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	notified := 0
 	if g, ok := b.clients.Consumer(h.Group); ok {
@@ -61,5 +61,5 @@ func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req
 	b.log.Info("consumer offsets reset", "group", h.Group, "topic", h.Topic, "timestamp", h.Timestamp, "offsets", offsets, "consumersNotified", notified)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = body
-	return resp
+	return resp, nil
 }

@@ -87,44 +87,44 @@ var notAllowedSendTopics = map[string]bool{
 	protocol.CheckpointTopic: true,
 }
 
-func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	h, err := decodeSendHeader(req)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	c := b.cfg.Get()
 	if resp := brokerWriteRefusal(req, c); resp != nil {
-		return resp
+		return resp, nil
 	}
 	if c.BrokerRole == config.Slave {
 		// 4.9.7's store refuses puts on a slave (PutMessageStatus.SERVICE_NOT_AVAILABLE).
-		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master")
+		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master"), nil
 	}
 	if resp := b.checkSendTarget(conn, req, h); resp != nil {
-		return resp
+		return resp, nil
 	}
 	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
 
 	var msgs []*message.Message
 	if req.Code == remoting.SendBatchMessage {
 		if strings.HasPrefix(h.Topic, protocol.RetryGroupTopicPrefix) {
-			return req.NewResponse(remoting.MessageIllegal, "batch request does not support retry group "+h.Topic)
+			return req.NewResponse(remoting.MessageIllegal, "batch request does not support retry group "+h.Topic), nil
 		}
 		items, err := message.DecodeBatch(req.Body)
 		if err != nil {
-			return req.NewResponse(remoting.MessageIllegal, err.Error())
+			return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 		}
 		if len(items) == 0 {
-			return req.NewResponse(remoting.MessageIllegal, "empty batch")
+			return req.NewResponse(remoting.MessageIllegal, "empty batch"), nil
 		}
 		for _, it := range items {
 			m := &message.Message{Topic: h.Topic, QueueID: h.QueueID, Flag: it.Flag, SysFlag: h.SysFlag,
 				Body: it.Body, Properties: it.Properties, BornTimestamp: h.BornTimestamp, BornHost: born}
 			if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
-				return resp
+				return resp, nil
 			}
 			if d := m.Property(message.PropertyDelayTimeLevel); d != "" && d != "0" {
-				return req.NewResponse(remoting.MessageIllegal, "batch messages do not support delay levels")
+				return req.NewResponse(remoting.MessageIllegal, "batch messages do not support delay levels"), nil
 			}
 			m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
 			msgs = append(msgs, m)
@@ -134,10 +134,10 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 			Body: req.Body, Properties: h.Properties, BornTimestamp: h.BornTimestamp, BornHost: born,
 			ReconsumeTimes: h.ReconsumeTimes}
 		if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
-			return resp
+			return resp, nil
 		}
 		if resp := b.redirectMessage(req, h, m); resp != nil {
-			return resp
+			return resp, nil
 		}
 		m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
 		msgs = append(msgs, m)
@@ -146,7 +146,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	putStart := b.metrics.putStart()
 	res, durable, err := b.puts.append(msgs, putSend)
 	if err != nil {
-		return putErrorResponse(req, err)
+		return putErrorResponse(req, err), nil
 	}
 	b.metrics.sent(h.Topic, sendMessageType(h.Topic, msgs[0]), res.MsgCount, res.Size)
 	resp := req.NewResponse(remoting.Success, "")
@@ -160,7 +160,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	if c.FlushDiskType != store.SyncFlush && !waitSlave {
 		durable() // returns at once
 		b.metrics.stored(putStart)
-		return resp
+		return resp, nil
 	}
 	// Wait for the group commit and/or the slave off the send pool, as Java 4.9's async
 	// put does: a worker held per waiting send would cap throughput at the pool size.
@@ -182,7 +182,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		}
 		return resp
 	})
-	return nil
+	return nil, nil
 }
 
 // brokerWriteRefusal refuses a send when brokerPermission is not writeable.

@@ -76,8 +76,8 @@ func BenchmarkSendHandler(b *testing.B) {
 	b.SetBytes(1024)
 	defer reportCPU(b)()
 	for b.Loop() {
-		if resp := br.handleSend(ctx, conn, req); resp == nil || resp.Code != remoting.Success {
-			b.Fatalf("send: %v", resp)
+		if resp, err := br.handleSend(ctx, conn, req); err != nil || resp == nil || resp.Code != remoting.Success {
+			b.Fatalf("send: %v, %v", resp, err)
 		}
 	}
 }

@@ -22,14 +22,14 @@ type endTransactionHeader struct {
 
 // handleEndTransaction serves END_TRANSACTION (clients send it oneway): commit puts
 // the real message, rollback only marks the half message done.
-func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	if b.isSlave() {
 		// 4.9.7: "Message store is slave mode, so end transaction is forbidden."
-		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave, end transaction is forbidden")
+		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave, end transaction is forbidden"), nil
 	}
 	var h endTransactionHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	// A commit's put goes through the put path (serviceStore), which counts it.
 	_, err := b.txn.EndTransaction(transaction.EndRequest{
@@ -39,9 +39,9 @@ func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, 
 	})
 	if err != nil {
 		b.log.Warn("end transaction refused", "producerGroup", h.ProducerGroup, "commitLogOffset", h.CommitLogOffset, "err", err)
-		return req.NewResponse(remoting.SystemError, transaction.Remark(err))
+		return req.NewResponse(remoting.SystemError, transaction.Remark(err)), nil
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 // checkTransaction asks one live producer of the group about a pending transaction
