@@ -5,6 +5,9 @@
 // subscription groups, consumer offsets), client registry and long-poll holder, and
 // registers one processor per request code. Processors live by concern:
 //
+//	broker.go   New, Start, Shutdown; handlerFunc, whose error one place answers
+//	            with SYSTEM_ERROR
+//	names.go, acl.go  run before every handler: illegal topic and group names, plain ACL
 //	put.go      the one put path every writer calls: append, HA wake-up, put statistics
 //	send.go     SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE
 //	reply.go    SEND_REPLY_MESSAGE(_V2): request-reply, pushed to the requester
