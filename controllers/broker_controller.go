@@ -124,7 +124,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 func (r *BrokerReconciler) applyChildren(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
 	b := &resource.BrokerBuilder{Instance: br, Scheme: r.Scheme, NameServerAddress: st.namesrvAddr}
-	return 0, applyAll(ctx, r.Client, b.Builders())
+	return 0, applyAll(ctx, r.Client, r.Recorder, br, b.Builders())
 }
 
 // resolveAdmin picks the admin for this Broker's calls and records the AdminAccess
