@@ -29,7 +29,7 @@ const (
 )
 
 func (b *Broker) registerAdmin(pool *remoting.Pool) {
-	for code, f := range map[int16]handlerFunc{
+	for code, f := range map[int16]remoting.ErrHandlerFunc{
 		remoting.UpdateAndCreateTopic:             b.handleCreateTopic,
 		remoting.DeleteTopicInBroker:              b.handleDeleteTopic,
 		remoting.GetAllTopicConfig:                b.handleGetAllTopicConfig,

@@ -177,17 +177,10 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// handlerFunc serves one request code. Its error becomes a SYSTEM_ERROR response whose
-// remark is the error text, the way Java answers a RemotingCommandException (and as the
-// name server's handlers do); answers with any other code are responses.
-type handlerFunc func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error)
-
-// ServeRemoting implements remoting.Handler.
-func (f handlerFunc) ServeRemoting(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	resp, err := f(ctx, conn, req)
-	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
-	}
+// withBody is a SUCCESS response to req carrying body.
+func withBody(req *remoting.Command, body []byte) *remoting.Command {
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
 	return resp
 }
 
@@ -204,7 +197,9 @@ func (b *Broker) registerProcessors() {
 	// queue (the Go client does so when it re-adds a queue after a reset), and the query
 	// must see the commit. Both are map operations of a microsecond.
 	offsets := s.NewPool("offset", 1, 100000)
-	h := func(code int16, f handlerFunc, p *remoting.Pool) { s.Handle(code, f, p) }
+	// Every handler returns (response, error); an error is answered SYSTEM_ERROR with its
+	// text as remark (remoting.ErrHandlerFunc).
+	h := func(code int16, f remoting.ErrHandlerFunc, p *remoting.Pool) { s.Handle(code, f, p) }
 
 	h(remoting.SendMessage, b.handleSend, send)
 	h(remoting.SendMessageV2, b.handleSend, send)

@@ -68,9 +68,7 @@ func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, re
 	if err != nil {
 		return nil, err
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = body
-	return resp, nil
+	return withBody(req, body), nil
 }
 
 type brokerConsumeStatsHeader struct {
@@ -114,9 +112,7 @@ func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Co
 	if err != nil {
 		return nil, err
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = body
-	return resp, nil
+	return withBody(req, body), nil
 }
 
 // addConsumeOffsets adds group's offsets in the queues of topic to st, as GET_CONSUME_STATS

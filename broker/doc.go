@@ -5,8 +5,8 @@
 // subscription groups, consumer offsets), client registry and long-poll holder, and
 // registers one processor per request code. Processors live by concern:
 //
-//	broker.go   New, Start, Shutdown; handlerFunc, whose error one place answers
-//	            with SYSTEM_ERROR
+//	broker.go   New, Start, Shutdown, the handler table; a handler's error is answered
+//	            SYSTEM_ERROR in one place (remoting.ErrHandlerFunc)
 //	names.go, acl.go  run before every handler: illegal topic and group names, plain ACL
 //	put.go      the one put path every writer calls: append, HA wake-up, put statistics
 //	send.go     SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE

@@ -59,7 +59,5 @@ func (b *Broker) handleResetOffset(ctx context.Context, conn *remoting.Conn, req
 		}
 	}
 	b.log.Info("consumer offsets reset", "group", h.Group, "topic", h.Topic, "timestamp", h.Timestamp, "offsets", offsets, "consumersNotified", notified)
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = body
-	return resp, nil
+	return withBody(req, body), nil
 }
