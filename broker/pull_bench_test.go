@@ -26,33 +26,7 @@ func benchBroker(b *testing.B, n int, crc bool) (*Broker, *remoting.Client, stri
 // benchBrokerWith is benchBroker with mutate applied to the config first.
 func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker, *remoting.Client, string) {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	c := config.Default()
-	c.BrokerName, c.BrokerIP1, c.ListenPort = "bench", "127.0.0.1", port
-	c.StorePathRootDir = b.TempDir()
-	c.MappedFileSizeCommitLog = 64 << 20
-	if mutate != nil {
-		mutate(c)
-	}
-	br, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	cl := remoting.NewClient(remoting.ClientConfig{})
-	b.Cleanup(func() {
-		cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		br.Shutdown(ctx)
-	})
+	br, cl, addr := startBenchBroker(b, mutate, nil)
 	body := make([]byte, 1024)
 	msgs := make([]*message.Message, 0, 32)
 	for i := 0; i < n; i += len(msgs) {
@@ -77,6 +51,44 @@ func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker,
 	if err := br.topics.Put(*tc); err != nil {
 		b.Fatal(err)
 	}
+	return br, cl, addr
+}
+
+// startBenchBroker starts a broker on a free loopback port with a 64 MiB-segment store
+// in a temp dir, and a client for it; mutate adjusts the config, beforeStart (when set)
+// runs between New and Start. The cleanup stops both.
+func startBenchBroker(b *testing.B, mutate func(*config.Config), beforeStart func(*Broker)) (*Broker, *remoting.Client, string) {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c := config.Default()
+	c.BrokerName, c.BrokerIP1, c.ListenPort = "bench", "127.0.0.1", port
+	c.StorePathRootDir = b.TempDir()
+	c.MappedFileSizeCommitLog = 64 << 20
+	if mutate != nil {
+		mutate(c)
+	}
+	br, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if beforeStart != nil {
+		beforeStart(br)
+	}
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	cl := remoting.NewClient(remoting.ClientConfig{})
+	b.Cleanup(func() {
+		cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		br.Shutdown(ctx)
+	})
 	return br, cl, c.BrokerAddr()
 }
 

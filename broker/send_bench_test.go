@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"log/slog"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -86,45 +84,23 @@ func BenchmarkSendHandler(b *testing.B) {
 // side connection from a client of it, for handlers called directly.
 func sendBenchBroker(b *testing.B) (*Broker, *remoting.Conn) {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	c := config.Default()
-	c.BrokerName, c.BrokerIP1, c.ListenPort = "bench", "127.0.0.1", port
-	c.StorePathRootDir = b.TempDir()
-	c.MappedFileSizeCommitLog = 64 << 20
-	br, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
 	const captureCode = 30999 // no RocketMQ request code
 	conns := make(chan *remoting.Conn, 1)
-	br.server.Handle(captureCode, remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-		select {
-		case conns <- conn:
-		default:
-		}
-		return req.NewResponse(remoting.Success, "")
-	}), nil)
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	cl := remoting.NewClient(remoting.ClientConfig{})
-	b.Cleanup(func() {
-		cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		br.Shutdown(ctx)
+	br, cl, addr := startBenchBroker(b, nil, func(br *Broker) {
+		br.server.Handle(captureCode, remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+			select {
+			case conns <- conn:
+			default:
+			}
+			return req.NewResponse(remoting.Success, "")
+		}), nil)
 	})
 	tc := protocol.NewTopicConfig("SB")
 	tc.ReadQueueNums, tc.WriteQueueNums = 8, 8
 	if err := br.topics.Put(*tc); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := cl.Invoke(context.Background(), c.BrokerAddr(), remoting.NewRequest(captureCode, nil, nil)); err != nil {
+	if _, err := cl.Invoke(context.Background(), addr, remoting.NewRequest(captureCode, nil, nil)); err != nil {
 		b.Fatal(err)
 	}
 	return br, <-conns
