@@ -1,6 +1,6 @@
 # One image carries the three binaries; the operator's pods pick theirs by command:
 #   /manager (operator), /namesrv -c <conf>, /broker -n <addrs> -c <conf>
-# Build: docker build -t openrmq/rocketmq-operator:dev .
+# Build: docker build -t openrmq/rocketmq-operator:0.1.0 .
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -39,7 +39,9 @@ manifests: ## Generate CRDs and RBAC under config/ (and the chart's copy of the 
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	hack/sync-chart-crds.sh
 
-IMAGE ?= openrmq/rocketmq-operator:dev
+# The one version (internal/version): image tag, chart appVersion, samples, default pod image.
+VERSION ?= $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/version/version.go)
+IMAGE ?= openrmq/rocketmq-operator:$(VERSION)
 
 .PHONY: image
 image: build ## Assemble the container image as bin/image.tar (docker load -i) without a Docker engine.
@@ -77,6 +79,10 @@ test-compat: build ## Compatibility suite against the official Java client and J
 check-metrics: build ## promtool check metrics on a live name server and broker (builds promtool once, cached).
 	hack/check-metrics.sh
 
+.PHONY: test-k8s
+test-k8s: ## End-to-end suite on a single-node Kubernetes built here (test/e2e-k8s; root; ~15 min cold).
+	hack/test-k8s.sh
+
 .PHONY: fuzz
 fuzz: ## Fuzz every network and disk decoder in turn, FUZZTIME each (default 60s); FUZZ=<regexp> picks targets.
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' hack/fuzz.sh
@@ -94,6 +100,14 @@ bench-java: ## Our broker vs the Java 4.9.7 broker under bin/rmqbench (~5 min); 
 .PHONY: quickstart
 quickstart: build ## Run a name server and a broker on loopback until Ctrl-C.
 	hack/quickstart.sh "$(QUICKSTART_DIR)"
+
+.PHONY: cluster-up
+cluster-up: ## A single-node Kubernetes v1.37.2 on this machine, from Go modules and Debian packages (root).
+	@hack/cluster/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the cluster-up cluster: processes by PID, mounts, bridge, iptables rules.
+	@hack/cluster/down.sh
 
 .PHONY: help
 help: ## Show this help.

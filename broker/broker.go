@@ -54,6 +54,7 @@ type Broker struct {
 	tlsServer *tlsconfig.Server // the listeners' TLS (tls.server.*), HA port included
 	tlsClient *tlsconfig.Client // tls.enable: TLS to name servers and the master; nil without
 	nsClient  *remoting.Client
+	links     nsLinks          // registration state per name server (namesrv.go)
 	haServer  *ha.Server       // master: serves the commitlog to slaves
 	haClient  *ha.Client       // slave: copies the master's commitlog
 	haSync    *ha.Synchronizer // slave: copies the master's metadata
@@ -90,6 +91,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		startTime: time.Now(),
 		stats:     newStats(),
 	}
+	b.links.init()
 	ip, err := netip.ParseAddr(cfg.BrokerIP1)
 	if err != nil {
 		return nil, fmt.Errorf("brokerIP1=%q: %w", cfg.BrokerIP1, err)

@@ -69,7 +69,28 @@ func (b *Broker) setupHA(c *config.Config, st ha.MasterStore) {
 			VIPChannel:   !b.opts.NoFastChannel,
 			Logger:       log,
 		})
+		if addr := metadataAddrOfHA(c.HaMasterAddress); addr != "" {
+			b.haSync.SetMasterAddr(addr)
+		}
 	}
+}
+
+// metadataAddrOfHA is the master's remoting address when haMasterAddress names its HA
+// port: the same host, one port lower (4.9.7 puts the HA port at listenPort+1). A slave
+// given its master by a stable name (the operator's pod DNS names) then follows a master
+// that restarted with a new IP at the next connection, for metadata as for the commitlog,
+// instead of waiting for the name server's next answer. "" when haMasterAddress is unset
+// or unusable.
+func metadataAddrOfHA(haAddr string) string {
+	host, port, err := net.SplitHostPort(haAddr)
+	if err != nil || host == "" {
+		return ""
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 1 {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p-1))
 }
 
 // startHA starts what setupHA created.
@@ -120,7 +141,8 @@ func (b *Broker) notifyHA() {
 
 // onRegistered applies a name server's REGISTER_BROKER answer: a slave follows the
 // master it names (4.9.7: the HA address only when haMasterAddress is not set and
-// the answer has one; the metadata master always).
+// the answer has one; the metadata master always, except here when haMasterAddress
+// names the master: see metadataAddrOfHA).
 func (b *Broker) onRegistered(resp *remoting.Command) {
 	if b.haSync == nil && b.haClient == nil {
 		return
@@ -132,7 +154,7 @@ func (b *Broker) onRegistered(resp *remoting.Command) {
 	if b.haClient != nil && b.cfg.Get().HaMasterAddress == "" && h.HaServerAddr != "" {
 		b.haClient.SetMasterAddr(h.HaServerAddr)
 	}
-	if b.haSync != nil {
+	if b.haSync != nil && metadataAddrOfHA(b.cfg.Get().HaMasterAddress) == "" {
 		b.haSync.SetMasterAddr(h.MasterAddr)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/strvals"
 	"sigs.k8s.io/yaml"
 )
 
@@ -158,4 +159,94 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestChartValuesSchema: values.schema.json refuses a bad value at install with a message
+// naming it (`helm install --set replicaCount=abc` once rendered a Deployment the API
+// server refused), and admits the defaults and the README's settings.
+func TestChartValuesSchema(t *testing.T) {
+	chrt, err := loader.Load("rocketmq-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate := func(set string) error {
+		vals := map[string]any{}
+		if set != "" {
+			if err := strvals.ParseInto(set, vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := chartutil.ToRenderValuesWithSchemaValidation(chrt, vals,
+			common.ReleaseOptions{Name: "rmq", Namespace: "ops", IsInstall: true}, common.DefaultCapabilities, false)
+		return err
+	}
+	for _, ok := range []string{"", "image.repository=openrmq/rocketmq-operator,image.tag=0.1.0", "replicaCount=2,leaderElection=false",
+		"watchNamespaces={a,b}", "logLevel=3"} {
+		if err := validate(ok); err != nil {
+			t.Errorf("--set %q refused: %v", ok, err)
+		}
+	}
+	for set, field := range map[string]string{"replicaCount=abc": "replicaCount", "image.pullPolicy=Sometimes": "pullPolicy",
+		"metrics.port=0": "port", "leaderElection=maybe": "leaderElection", "replicaCont=2": "replicaCont"} {
+		err := validate(set)
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("--set %s: err = %v, want a schema error naming %s", set, err, field)
+		}
+	}
+}
+
+// grants reports whether rules allow verb on resource of group.
+func grants(rules any, group, resource, verb string) bool {
+	list, _ := rules.([]any)
+	for _, r := range list {
+		rule := r.(map[string]any)
+		in := func(key, want string) bool {
+			vals, _ := rule[key].([]any)
+			for _, v := range vals {
+				if v == want || v == "*" {
+					return true
+				}
+			}
+			return false
+		}
+		if in("apiGroups", group) && in("resources", resource) && in("verbs", verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChartGrantsWhatIsUsed: controller-runtime's leader election records core Events in
+// the operator's namespace (the Role once allowed events.k8s.io only, and every one was
+// refused); OpenShift's owner-reference check needs update on the owners' finalizers
+// before the operator may create their children.
+func TestChartGrantsWhatIsUsed(t *testing.T) {
+	objs := render(t, nil)
+	role := objs["Role/rmq-rocketmq-operator-leader-election"]["rules"]
+	for _, verb := range []string{"create", "patch"} {
+		if !grants(role, "", "events", verb) {
+			t.Errorf("the leader-election Role does not allow %s on core events", verb)
+		}
+	}
+	if !grants(role, "coordination.k8s.io", "leases", "update") {
+		t.Error("the leader-election Role does not allow updating leases")
+	}
+	cluster := objs["ClusterRole/rmq-rocketmq-operator"]["rules"]
+	for _, r := range []string{"nameservers/finalizers", "brokers/finalizers", "consumergroups/finalizers"} {
+		if !grants(cluster, "rocketmq.openrmq.io", r, "update") {
+			t.Errorf("the ClusterRole does not allow update on %s", r)
+		}
+	}
+	// kustomize's Role says the same.
+	data, err := os.ReadFile("../config/rbac/leader_election_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kust := map[string]any{}
+	if err := yaml.Unmarshal(data, &kust); err != nil {
+		t.Fatal(err)
+	}
+	if !grants(kust["rules"], "", "events", "create") {
+		t.Error("config/rbac/leader_election_role.yaml does not allow core events")
+	}
 }

@@ -65,7 +65,7 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 	br.Status.ReadyReplicas = ready
 	br.Status.ReadySummary = fmt.Sprintf("%d/%d", ready, want)
 	before := meta.FindStatusCondition(br.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
-	workloadConditions(&br.Status.Conditions, br.Generation, sets, ready, want)
+	workloadConditions(&br.Status.Conditions, br.Generation, sets, st.pods, ready, want)
 	holdForTopics(&br.Status.Conditions, br.Generation, before, st.topicsPending)
 	return 0, nil
 }

@@ -71,7 +71,8 @@ var _ = Describe("Broker", func() {
 		Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted).
 			To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))
 		c := sts.Spec.Template.Spec.Containers[0]
-		Expect(c.Command).To(Equal([]string{"/broker", "-c", "/etc/rocketmq/broker/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)"}))
+		Expect(c.Command).To(Equal([]string{"/broker", "-c", "/etc/rocketmq/broker/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)",
+			"-http", ":8080"}))
 
 		cm := &corev1.ConfigMap{}
 		Expect(get(cm, ns, "rmq-broker-a-config")()).To(Succeed())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,8 +27,10 @@ func rolledOut(sts *appsv1.StatefulSet) bool {
 		(s.UpdateRevision == "" || s.CurrentRevision == s.UpdateRevision)
 }
 
-// workloadConditions sets Ready and Progressing from the StatefulSets of one resource.
-func workloadConditions(conds *[]metav1.Condition, gen int64, sets []*appsv1.StatefulSet, ready, want int32) {
+// workloadConditions sets Ready and Progressing from the StatefulSets of one resource and
+// its pods: a pod that cannot start (image not found, crash loop, unschedulable) names
+// the reason in Ready instead of a bare NotAllReplicasReady.
+func workloadConditions(conds *[]metav1.Condition, gen int64, sets []*appsv1.StatefulSet, pods map[string]*corev1.Pod, ready, want int32) {
 	allRolled := len(sets) > 0
 	for _, s := range sets {
 		allRolled = allRolled && rolledOut(s)
@@ -39,6 +42,10 @@ func workloadConditions(conds *[]metav1.Condition, gen int64, sets []*appsv1.Sta
 	} else {
 		readyC.Status, readyC.Reason = metav1.ConditionFalse, "NotAllReplicasReady"
 		readyC.Message = fmt.Sprintf("%d/%d pods ready and updated", ready, want)
+		if reason, msg := podProblem(pods); reason != "" {
+			readyC.Reason = reason
+			readyC.Message = fmt.Sprintf("%d/%d pods ready and updated; %s", ready, want, msg)
+		}
 	}
 	meta.SetStatusCondition(conds, readyC)
 	progC := metav1.Condition{Type: v1alpha1.ConditionProgressing, ObservedGeneration: gen}

@@ -39,6 +39,7 @@ type NameServerReconciler struct {
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers/finalizers;brokers/finalizers;consumergroups/finalizers,verbs=update
 
 // Reconcile: fetch, skip if deleting (owner references clean up), apply or delete the
 // NetworkPolicy (first, so no pod starts unprotected), apply the children, then write the
@@ -68,10 +69,15 @@ func (r *NameServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, client.ObjectKeyFromObject(ns), sts); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
+	pods, err := r.pods(ctx, ns)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	ns.Status.Replicas = ns.Spec.Replicas
 	ns.Status.ReadyReplicas = sts.Status.ReadyReplicas
-	ns.Status.Address = resource.NameServerAddress(ns)
-	workloadConditions(&ns.Status.Conditions, ns.Generation, []*appsv1.StatefulSet{sts},
+	ns.Status.Address = nameServerPodAddress(ns, pods)
+	ns.Status.AddressURL = resource.NameServerAddressURL(ns)
+	workloadConditions(&ns.Status.Conditions, ns.Generation, []*appsv1.StatefulSet{sts}, pods,
 		sts.Status.ReadyReplicas, ns.Spec.Replicas)
 	degraded(&ns.Status.Conditions, ns.Generation, "", nil)
 	ns.Status.ObservedGeneration = ns.Generation
@@ -95,6 +101,8 @@ func (r *NameServerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		// Pod IPs and readiness make status.address.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(nameServerOfPod)).
 		// Spec changes only: a Broker's status writes do not move its nameServerRef.
 		Watches(&v1alpha1.Broker{}, handler.EnqueueRequestsFromMapFunc(nameServerOfBroker),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

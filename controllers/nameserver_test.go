@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,7 +50,8 @@ var _ = Describe("NameServer", func() {
 		Expect(sts.Spec.ServiceName).To(Equal("ns-headless"))
 		Expect(sts.Spec.UpdateStrategy.Type).To(Equal(appsv1.RollingUpdateStatefulSetStrategyType))
 		c := sts.Spec.Template.Spec.Containers[0]
-		Expect(c.Command).To(Equal([]string{"/namesrv", "-c", "/etc/rocketmq/namesrv.conf"}))
+		Expect(c.Command).To(Equal([]string{"/namesrv", "-c", "/etc/rocketmq/namesrv.conf",
+			"-http", ":8080", "-peers", "ns-headless." + ns + ".svc:9876"}))
 		Expect(c.Ports[0].ContainerPort).To(Equal(int32(9876)))
 		Expect(sts.Spec.Template.Annotations).To(HaveKey(res.ConfigHashAnnotation))
 		Expect(metav1.IsControlledBy(sts, nsrv)).To(BeTrue())
@@ -67,17 +69,26 @@ var _ = Describe("NameServer", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(get(nsrv, ns, "ns")()).To(Succeed())
 			g.Expect(nsrv.Status.ObservedGeneration).To(Equal(nsrv.Generation))
-			g.Expect(nsrv.Status.Address).To(Equal(
-				"ns-0.ns-headless." + ns + ".svc:9876;ns-1.ns-headless." + ns + ".svc:9876"))
+			g.Expect(nsrv.Status.Address).To(BeEmpty(), "no pod is ready")
+			g.Expect(nsrv.Status.AddressURL).To(Equal("http://ns." + ns + ".svc:8080/rocketmq/nsaddr"))
 			g.Expect(meta.IsStatusConditionFalse(nsrv.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
 			g.Expect(meta.IsStatusConditionTrue(nsrv.Status.Conditions, v1alpha1.ConditionProgressing)).To(BeTrue())
 		}).Should(Succeed())
 
 		markReady(sts)
+		// Playing the kubelet: a ready pod with an IP. status.address follows the pods.
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ns-0", Namespace: ns, Labels: sts.Spec.Template.Labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "namesrv", Image: "x"}}}}
+		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		base := pod.DeepCopy()
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3", PodIPs: []corev1.PodIP{{IP: "10.1.2.3"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		Expect(k8s.Status().Patch(ctx, pod, client.MergeFrom(base))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(get(nsrv, ns, "ns")()).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(nsrv.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
 			g.Expect(nsrv.Status.ReadyReplicas).To(Equal(int32(2)))
+			g.Expect(nsrv.Status.Address).To(Equal("10.1.2.3:9876"))
 		}).Should(Succeed())
 	})
 
@@ -145,8 +156,10 @@ var _ = Describe("NameServer", func() {
 		Expect(err).To(MatchError(ContainSubstring("spec.replicas")))
 		Expect(err).To(MatchError(ContainSubstring("spec.ports.listenPort")))
 
-		nsrv = newNameServer(ns, "noimage")
-		nsrv.Spec.Image = ""
-		Expect(k8s.Create(ctx, nsrv)).To(MatchError(ContainSubstring("spec.image")))
+		// Leaving image out runs the operator's own version; an empty string is refused.
+		raw := map[string]any{"apiVersion": "rocketmq.openrmq.io/v1alpha1", "kind": "NameServer",
+			"metadata": map[string]any{"name": "emptyimage", "namespace": ns},
+			"spec":     map[string]any{"image": ""}}
+		Expect(k8s.Create(ctx, &unstructured.Unstructured{Object: raw})).To(MatchError(ContainSubstring("spec.image")))
 	})
 })

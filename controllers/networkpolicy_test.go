@@ -54,9 +54,10 @@ var _ = Describe("spec.networkPolicy", func() {
 		np := &networkingv1.NetworkPolicy{}
 		Expect(get(np, ns, "ns-nameserver")()).To(Succeed())
 		Expect(np.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(res.InstanceLabel, "ns"))
-		Expect(np.Spec.Ingress).To(HaveLen(2)) // the name-server port, and metrics
-		Expect(np.Spec.Ingress[0].Ports).To(HaveLen(1))
+		Expect(np.Spec.Ingress).To(HaveLen(2))          // the name-server port and the address server, and metrics
+		Expect(np.Spec.Ingress[0].Ports).To(HaveLen(2)) // remoting and the address server
 		Expect(np.Spec.Ingress[0].Ports[0].Port.IntVal).To(Equal(int32(9876)))
+		Expect(np.Spec.Ingress[0].Ports[1].Port.IntVal).To(Equal(int32(8080)))
 		Expect(np.Spec.Ingress[1].Ports[0].Port.IntVal).To(Equal(int32(res.DefaultMetricsPort)))
 
 		// A Broker that references it is admitted; one that does not is not.

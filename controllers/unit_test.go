@@ -1,10 +1,12 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -34,14 +36,14 @@ func TestRolledOut(t *testing.T) {
 
 func TestConditionsKeepTransitionTime(t *testing.T) {
 	var conds []metav1.Condition
-	workloadConditions(&conds, 1, nil, 0, 1)
+	workloadConditions(&conds, 1, nil, nil, 0, 1)
 	c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady)
 	if c.Status != metav1.ConditionFalse || c.Reason != "NotAllReplicasReady" {
 		t.Fatalf("ready = %+v", c)
 	}
 	first := c.LastTransitionTime
 	time.Sleep(1100 * time.Millisecond) // condition times have second precision
-	workloadConditions(&conds, 2, nil, 0, 1)
+	workloadConditions(&conds, 2, nil, nil, 0, 1)
 	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); !c.LastTransitionTime.Equal(&first) || c.ObservedGeneration != 2 {
 		t.Errorf("unchanged status must keep its transition time: %+v", c)
 	}
@@ -121,5 +123,47 @@ func TestConsumerGroupProgressing(t *testing.T) {
 	cgProgressing(cg)
 	if !meta.IsStatusConditionFalse(cg.Status.Conditions, v1alpha1.ConditionProgressing) {
 		t.Error("applied reset and observed spec: not progressing")
+	}
+}
+
+// TestReadyNamesAStuckPod: a Broker whose image does not exist says so in Ready, with the
+// kubelet's message, instead of a bare NotAllReplicasReady while it waits forever.
+func TestReadyNamesAStuckPod(t *testing.T) {
+	pods := map[string]*corev1.Pod{
+		"rmq-broker-a-1": {Status: corev1.PodStatus{}},
+		"rmq-broker-a-0": {Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "broker", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason: "ImagePullBackOff", Message: `Back-off pulling image "openrmq/nope:1"`}}}}}},
+	}
+	var conds []metav1.Condition
+	workloadConditions(&conds, 1, nil, pods, 0, 2)
+	c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady)
+	if c.Reason != "ImagePullBackOff" || !strings.Contains(c.Message, "rmq-broker-a-0") || !strings.Contains(c.Message, "openrmq/nope:1") {
+		t.Errorf("ready = %+v", c)
+	}
+	pods["rmq-broker-a-0"].Status = corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}}
+	workloadConditions(&conds, 1, nil, pods, 0, 2)
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c.Reason != "Unschedulable" || !strings.Contains(c.Message, "Insufficient cpu") {
+		t.Errorf("ready = %+v", c)
+	}
+}
+
+// TestNameServerAddressIsPodIPs: status.address lists the ready pods' IPs in ordinal
+// order; the Go client refuses the DNS names it used to hold ("IP addr error").
+func TestNameServerAddressIsPodIPs(t *testing.T) {
+	ns := &v1alpha1.NameServer{ObjectMeta: metav1.ObjectMeta{Name: "ns"},
+		Spec: v1alpha1.NameServerSpec{Replicas: 3, Ports: v1alpha1.NameServerPorts{ListenPort: 9876}}}
+	ready := func(ip string, ok bool) *corev1.Pod {
+		st := corev1.ConditionFalse
+		if ok {
+			st = corev1.ConditionTrue
+		}
+		return &corev1.Pod{Status: corev1.PodStatus{PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
+	}
+	pods := map[string]*corev1.Pod{"ns-2": ready("10.244.0.9", true), "ns-0": ready("10.244.0.12", true),
+		"ns-1": ready("10.244.0.3", false), "ns-7": ready("10.244.0.4", true)}
+	if got := nameServerPodAddress(ns, pods); got != "10.244.0.12:9876;10.244.0.9:9876" {
+		t.Errorf("address = %q", got)
 	}
 }

@@ -74,7 +74,7 @@ type BrokerSpec struct {
 	// slaveReadEnable defaults to true here (RocketMQ's default is false) so that
 	// consumers keep reading from the slaves while a master is down.
 	// +kubebuilder:validation:MaxProperties=128
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['brokerClusterName', 'brokerName', 'brokerId', 'brokerRole', 'namesrvAddr', 'listenPort', 'storePathRootDir', 'storePathCommitLog', 'flushDiskType', 'brokerIP1', 'brokerIP2', 'haListenPort']))",message="config must not set keys the operator owns: brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, listenPort, storePathRootDir, storePathCommitLog, flushDiskType, brokerIP1, brokerIP2, haListenPort"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['brokerClusterName', 'brokerName', 'brokerId', 'brokerRole', 'namesrvAddr', 'listenPort', 'storePathRootDir', 'storePathCommitLog', 'flushDiskType', 'brokerIP1', 'brokerIP2', 'haListenPort', 'haMasterAddress']))",message="config must not set keys the operator owns: brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, listenPort, storePathRootDir, storePathCommitLog, flushDiskType, brokerIP1, brokerIP2, haListenPort, haMasterAddress"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z][a-zA-Z0-9.]*$'))",message="config keys must be broker.conf field names (letters, digits, dots)"
 	// +kubebuilder:validation:XValidation:rule="!('aclEnable' in self) && !('aclPlainFile' in self)",message="config must not set aclEnable or aclPlainFile: turn ACL on with spec.acl, which mounts the ACL file and sets both"
 	// +optional

@@ -53,9 +53,11 @@ type PodOverrides struct {
 
 // ContainerSpec is the image and the resources of the main container.
 type ContainerSpec struct {
-	// Image of the container; it must hold the /namesrv and /broker binaries.
+	// Image of the container; it must hold the /namesrv and /broker binaries. Empty runs
+	// the image of the operator's own version (openrmq/rocketmq-operator:<version>).
 	// +kubebuilder:validation:MinLength=1
-	Image string `json:"image"`
+	// +optional
+	Image string `json:"image,omitempty"`
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`

@@ -72,9 +72,18 @@ type NameServerStatus struct {
 	Replicas int32 `json:"replicas,omitempty"`
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
-	// Address is the namesrvAddr list of the stable pod DNS names, separated by ';'.
+	// Address is the namesrvAddr list clients use: the IP and port of every ready name
+	// server, separated by ';', kept current as pods move. Every official client takes it
+	// (NAMESRV_ADDR, setNamesrvAddr, the Go client's passthrough resolver); an application
+	// that should follow pods without reading this status uses AddressURL.
 	// +optional
 	Address string `json:"address,omitempty"`
+	// AddressURL is the ensemble's name-server address server, in the style of RocketMQ's:
+	// every name-server pod answers the current list of pod IPs there, behind the
+	// NameServer's Service. The Go client takes the URL (primitive.NewHttpResolver), the
+	// Java client the host (-Drocketmq.namesrv.domain=<name>.<namespace>.svc).
+	// +optional
+	AddressURL string `json:"addressURL,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -89,6 +98,7 @@ type NameServerStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.address`,priority=1
+// +kubebuilder:printcolumn:name="AddressURL",type=string,JSONPath=`.status.addressURL`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NameServer struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -182,9 +182,10 @@ func describeIn(seg *mmapfile.File, r damagedRange) string {
 // read (state says how: "body CRC ok", "body CRC mismatch", "magic
 // damaged", ...) until fn returns false or a record cannot be read, and
 // returns where it stopped and whether it stopped at a blank that ends the
-// segment. A view of a mended record is of a copy.
+// segment. A view of a mended record is of a copy. A range that began in an
+// earlier segment is read from seg's start, where a record always begins.
 func recordsIn(seg *mmapfile.File, r damagedRange, fn func(v *message.RecordView, phy int64, state string) bool) (int64, bool) {
-	p := r.start
+	p := max(r.start, seg.Start)
 	for p < r.end {
 		if blankAt(seg, p) {
 			return segEnd(seg), true

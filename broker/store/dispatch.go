@@ -250,7 +250,9 @@ func (s *Store) queueRecord(v *message.RecordView, phy int64, cq *consumeQueue) 
 // gapEntry is what the queue offsets before e get if its queue has not
 // reached e's queue offset: the damaged range passed last, when it lies
 // between the queue's last entry and e, else e itself (its queue offset
-// differs, so it reads as a gap too). Entries stay in commitlog order.
+// differs, so it reads as a gap too). Entries stay in commitlog order, and
+// one never crosses a segment end (a read spans one segment), so a range
+// that does points at its part in its first segment.
 func (s *Store) gapEntry(cq *consumeQueue, e cqEntry) cqEntry {
 	r := s.lastSkip
 	if r.end == 0 || r.end > e.phy {
@@ -259,7 +261,9 @@ func (s *Store) gapEntry(cq *consumeQueue, e cqEntry) cqEntry {
 	if last, ok := cq.lastEntry(); ok && last.phy+int64(last.size) > r.start {
 		return cqEntry{phy: e.phy, size: e.size}
 	}
-	return cqEntry{phy: r.start, size: int32(min(r.len(), math.MaxInt32))}
+	segSize := int64(s.cl.segSize)
+	firstSegEnd := r.start - r.start%segSize + segSize
+	return cqEntry{phy: r.start, size: int32(min(r.end, firstSegEnd) - r.start)}
 }
 
 // queueable reports whether v's topic, queue id and queue offset can name a

@@ -41,7 +41,7 @@ func (s *Store) Verify() error {
 			}
 			seg, rec := s.cl.read(e.phy, int(e.size))
 			if seg == nil {
-				return fmt.Errorf("%w: queue %s/%d entry %d: commitlog %d unreadable", ErrCorrupt, cq.topic, cq.queueID, off, e.phy)
+				return fmt.Errorf("%w: queue %s/%d entry %d: commitlog %d (%d bytes) unreadable", ErrCorrupt, cq.topic, cq.queueID, off, e.phy, e.size)
 			}
 			c, err := s.checkEntry(cq, off, e, rec, true)
 			seg.Release()

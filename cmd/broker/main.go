@@ -36,6 +36,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker"
 	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/pkg/health"
 )
 
 func main() {
@@ -48,6 +49,7 @@ func run() int {
 	printCfg := flag.Bool("p", false, "print the effective configuration and exit")
 	verbose := flag.Bool("v", false, "log at debug level")
 	verifyDir := flag.String("verify-store", "", "check the stopped store rooted at this folder, print what is damaged and exit (0 clean, 1 damaged, 2 not checked)")
+	httpAddr := flag.String("http", "", "serve /livez, /startupz and /readyz on this address (\":8080\"); empty: no HTTP")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -98,6 +100,17 @@ func run() int {
 
 	tuneGC(log)
 
+	// The probes answer "starting" during store recovery, which may take minutes.
+	var hs *health.Server
+	if *httpAddr != "" {
+		var err error
+		if hs, err = health.Listen(*httpAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "broker: -http:", err)
+			return 1
+		}
+		defer hs.Close()
+	}
+
 	// Catch signals before announcing the boot, so a stop right after it is graceful
 	// (as in cmd/namesrv).
 	sig := make(chan os.Signal, 1)
@@ -116,9 +129,16 @@ func run() int {
 	}
 	fmt.Printf("The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n",
 		cfg.BrokerName, cfg.BrokerAddr(), cfg.NamesrvAddr)
+	if hs != nil {
+		// Ready: registered with a name server; a slave also connected to its master.
+		hs.Started(b.Ready)
+	}
 
 	s := <-sig
 	log.Info("shutting down", "signal", s.String())
+	if hs != nil {
+		hs.Stopping()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := b.Shutdown(ctx); err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/namesrv"
+	"github.com/openrmq/rocketmq-operator/pkg/health"
 )
 
 func main() {
@@ -32,6 +33,8 @@ func run() int {
 	listen := flag.String("n", "", "listen address host:port, overriding bindAddress and listenPort")
 	printCfg := flag.Bool("p", false, "print the effective configuration and exit")
 	verbose := flag.Bool("v", false, "log at debug level")
+	httpAddr := flag.String("http", "", "serve /livez, /startupz, /readyz and the address list on this address (\":8080\"); empty: no HTTP")
+	peers := flag.String("peers", "", "host:port whose DNS name resolves to every name server of the ensemble (a headless Service); the address list answers its IPs")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -97,6 +100,17 @@ func run() int {
 	}
 	// Scripts wait for this line, as they do for Java's NamesrvStartup.
 	fmt.Printf("The Name Server boot success. serializeType=JSON address=%s\n", ns.Addr())
+	if *httpAddr != "" {
+		hs, err := health.Listen(*httpAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "namesrv: -http:", err)
+			return 1
+		}
+		defer hs.Close()
+		hs.Handle(addressPath, addressServer(*peers, ns.Addr(), net.DefaultResolver, log))
+		hs.Started(nil) // serving: it answers routes from now on
+		defer hs.Stopping()
+	}
 
 	s := <-sig
 	log.Info("shutting down", "signal", s.String())

@@ -52,7 +52,9 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 	defer stop()
 
 	st := &consumerStats{}
+	// Queues by topic, broker and id; their address is the route table's current one.
 	started := map[client.MessageQueue]bool{}
+	var routes *routeTable
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	final := map[client.MessageQueue]int64{}
@@ -64,15 +66,20 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 		if err != nil {
 			return err
 		}
+		if routes == nil {
+			routes = newRouteTable(ctx, cl, o.topic, nil)
+		}
+		routes.update(route)
 		for _, mq := range client.ReadQueues(route, o.topic) {
+			mq.Addr = ""
 			if started[mq] {
 				continue
 			}
 			var off int64
 			if !first || o.fromFirst {
-				off, err = cl.MinOffset(ctx, mq)
+				off, err = cl.MinOffset(ctx, routes.Current(mq))
 			} else {
-				off, err = cl.MaxOffset(ctx, mq)
+				off, err = cl.MaxOffset(ctx, routes.Current(mq))
 			}
 			if err != nil {
 				return fmt.Errorf("start offset of %s: %w", mq, err)
@@ -81,7 +88,7 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				end := pullQueue(ctx, cl, &o, mq, off, st, stop)
+				end := pullQueue(ctx, cl, &o, routes, mq, off, st, stop)
 				mu.Lock()
 				final[mq] = end
 				mu.Unlock()
@@ -158,7 +165,7 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	for mq, off := range final {
 		if off > 0 {
-			if err := cl.CommitOffset(cctx, mq, o.group, off); err != nil {
+			if err := cl.CommitOffset(cctx, routes.Current(mq), o.group, off); err != nil {
 				fmt.Fprintf(out, "commit offset of %s: %v\n", mq, err)
 			}
 		}
@@ -181,14 +188,15 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 
 // pullQueue pulls mq from offset until ctx ends and returns the offset reached. The
 // offset consumed so far rides on each pull as commitOffset, as Java's consumer does.
-func pullQueue(ctx context.Context, cl *client.Client, o *consumerOptions, mq client.MessageQueue, offset int64,
+func pullQueue(ctx context.Context, cl *client.Client, o *consumerOptions, routes *routeTable, mq client.MessageQueue, offset int64,
 	st *consumerStats, stop context.CancelFunc) int64 {
 	for ctx.Err() == nil {
-		r, err := cl.Pull(ctx, mq, client.PullRequest{Group: o.group, Offset: offset, MaxNums: o.batch,
+		r, err := cl.Pull(ctx, routes.Current(mq), client.PullRequest{Group: o.group, Offset: offset, MaxNums: o.batch,
 			Suspend: o.suspend, CommitOffset: offset})
 		if err != nil {
 			if ctx.Err() == nil {
 				st.pullFails.Add(1)
+				routes.Failed() // the broker may have moved
 				time.Sleep(100 * time.Millisecond)
 			}
 			continue

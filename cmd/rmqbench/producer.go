@@ -156,8 +156,12 @@ func runProducer(ctx context.Context, o producerOptions, out io.Writer) (*produc
 		defer stop()
 	}
 	st := &producerStats{}
+	routes := newRouteTable(ctx, cl, o.topic, queues)
 	var next atomic.Uint64
-	pick := func() client.MessageQueue { return queues[int(next.Add(1)%uint64(len(queues)))] }
+	pick := func() client.MessageQueue {
+		qs := routes.Queues()
+		return qs[int(next.Add(1)%uint64(len(qs)))]
+	}
 	msgFor := func(thread, seq int) *client.Message {
 		m := &client.Message{Topic: o.topic, Body: body, Tags: o.tags}
 		if o.keys {
@@ -172,6 +176,7 @@ func runProducer(ctx context.Context, o producerOptions, out io.Writer) (*produc
 			st.respFailed.Add(1)
 		case err != nil:
 			st.sendFailed.Add(1)
+			routes.Failed() // the broker may have moved
 		default:
 			if r.Code != 0 {
 				st.notConfirmed.Add(1)

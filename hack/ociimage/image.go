@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -17,11 +18,23 @@ import (
 )
 
 type options struct {
-	binDir   string
-	binaries []string
-	tag      string
-	out      string
+	binDir     string
+	binaries   []string
+	tag        string
+	out        string
+	entrypoint []string // default: /manager
+	user       string   // default: nonroot
+	title      string   // default: rocketmq-operator
+	ports      []string // default: the name server's and broker's ports
 }
+
+// Platform of every image: the binaries are built for it (GOOS and GOARCH of the build).
+// containerd's import filters images by platform, so a config without os and
+// architecture is refused ("image might be filtered out").
+var (
+	imageOS   = runtime.GOOS
+	imageArch = runtime.GOARCH
+)
 
 // nonroot is distroless's unprivileged user, as in the Dockerfile.
 const nonroot = "65532:65532"
@@ -46,14 +59,37 @@ func build(opts options) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	img, err = mutate.Config(img, v1.Config{
-		Entrypoint:   []string{"/manager"},
-		User:         nonroot,
-		WorkingDir:   "/",
-		ExposedPorts: map[string]struct{}{"9876/tcp": {}, "10911/tcp": {}, "10912/tcp": {}},
-		Labels:       map[string]string{"org.opencontainers.image.title": "rocketmq-operator"},
-	})
+	entrypoint, user, title, ports := opts.entrypoint, opts.user, opts.title, opts.ports
+	if len(entrypoint) == 0 {
+		entrypoint = []string{"/manager"}
+	}
+	if user == "" {
+		user = nonroot
+	}
+	if title == "" {
+		title = "rocketmq-operator"
+	}
+	if ports == nil {
+		ports = []string{"9876/tcp", "10911/tcp", "10912/tcp"}
+	}
+	exposed := map[string]struct{}{}
+	for _, p := range ports {
+		exposed[p] = struct{}{}
+	}
+	cf, err := img.ConfigFile()
 	if err != nil {
+		return v1.Hash{}, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = imageOS, imageArch
+	cf.Config = v1.Config{
+		Entrypoint:   entrypoint,
+		User:         user,
+		WorkingDir:   "/",
+		ExposedPorts: exposed,
+		Labels:       map[string]string{"org.opencontainers.image.title": title},
+	}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return v1.Hash{}, err
 	}
 	img = mutate.MediaType(img, "application/vnd.docker.distribution.manifest.v2+json")

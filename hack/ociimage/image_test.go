@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -42,6 +43,10 @@ func TestBuildWritesLoadableImage(t *testing.T) {
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// containerd's import drops images whose platform it cannot match.
+	if cfg.OS != "linux" || cfg.Architecture != runtime.GOARCH {
+		t.Errorf("os/architecture = %q/%q, want linux/%s", cfg.OS, cfg.Architecture, runtime.GOARCH)
 	}
 	if !slices.Equal(cfg.Config.Entrypoint, []string{"/manager"}) || cfg.Config.User != nonroot {
 		t.Errorf("entrypoint %v user %q, want [/manager] %q", cfg.Config.Entrypoint, cfg.Config.User, nonroot)

@@ -92,6 +92,12 @@ func BrokerMemberAddress(br *v1alpha1.Broker, i, id int32) string {
 		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort)
 }
 
+// BrokerMasterHAAddress is group i's master's HA port (listenPort+1) at its stable DNS name.
+func BrokerMasterHAAddress(br *v1alpha1.Broker, i int32) string {
+	return fmt.Sprintf("%s.%s-headless.%s.svc:%d", BrokerPodName(br, i, 0),
+		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort+1)
+}
+
 // BrokerConf renders the keys group i's pods share: operator defaults, then
 // spec.config, then the keys the operator owns. namesrvAddr is not among them: it
 // reaches the pod as -n $(NAMESRV_ADDR), read from an unhashed ConfigMap at container start,
@@ -117,6 +123,10 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 		"flushDiskType":      string(br.Spec.FlushDiskType),
 		"storePathRootDir":   brokerStoreDir,
 		"storePathCommitLog": brokerStoreDir + "/commitlog",
+		// A slave replicates from its master's stable DNS name, which it resolves at each
+		// connection: a master that restarts with a new pod IP is found at once instead of
+		// at the next registration (30 s). Masters ignore the key.
+		"haMasterAddress": BrokerMasterHAAddress(br, i),
 	})
 	// The API refuses them in spec.config; an object stored before that rule loses them.
 	delete(kv, "aclEnable")

@@ -1,6 +1,8 @@
 package resource
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +12,11 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
+
+// brokerStartupSeconds bounds a broker's start: store recovery after a crash checks every
+// record of the last segments and rebuilds the consume queues, minutes on a large store.
+// Liveness applies only after it.
+const brokerStartupSeconds = 1800
 
 type brokerStatefulSet struct{ brokerGroup }
 
@@ -65,13 +72,14 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 		v, m := tlsVolumeFor(br.Spec.TLS)
 		tpl.Spec.Volumes, mounts = append(tpl.Spec.Volumes, v), append(mounts, m)
 	}
-	probe := tcpProbe("remoting")
+	startup, liveness, readiness := healthProbes(brokerStartupSeconds)
 	tpl.Spec.Containers = []corev1.Container{{
 		Name:            "broker",
-		Image:           br.Spec.Image,
+		Image:           image(br.Spec.ContainerSpec),
 		ImagePullPolicy: pullPolicy(br.Spec.ImagePullPolicy),
 		// The kubelet expands $(VAR) from the container's env: each pod reads its own file.
-		Command: []string{"/broker", "-c", brokerConfDir + "/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)"},
+		Command: []string{"/broker", "-c", brokerConfDir + "/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)",
+			"-http", fmt.Sprintf(":%d", HealthPort)},
 		Env: []corev1.EnvVar{
 			fieldEnv("POD_NAME", "metadata.name"),
 			{Name: "NAMESRV_ADDR", ValueFrom: &corev1.EnvVarSource{
@@ -79,11 +87,13 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 					LocalObjectReference: corev1.LocalObjectReference{Name: BrokerNamesrvConfigMapName(br)},
 					Key:                  NamesrvAddrKey}}},
 		},
-		Ports:          brokerContainerPorts(br),
-		Resources:      br.Spec.Resources,
-		VolumeMounts:   mounts,
-		ReadinessProbe: probe,
-		LivenessProbe:  livenessFrom(probe),
+		Ports:           append(brokerContainerPorts(br), healthContainerPort()),
+		Resources:       br.Spec.Resources,
+		VolumeMounts:    mounts,
+		StartupProbe:    startup,
+		LivenessProbe:   liveness,
+		ReadinessProbe:  readiness,
+		SecurityContext: containerSecurityContext(),
 	}}
 	// A broker flushes and unregisters on SIGTERM; give it time.
 	tpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)

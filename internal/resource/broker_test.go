@@ -240,3 +240,15 @@ func TestBrokerGroupObjectsAreTheBuiltChildren(t *testing.T) {
 		}
 	}
 }
+
+// TestSlavesFollowTheMastersName: a slave's haMasterAddress is its master's stable DNS
+// name, so a master that restarts with a new pod IP is found at the next connection.
+// Learning it from the next registration left slaves replicating nothing for 30 s.
+func TestSlavesFollowTheMastersName(t *testing.T) {
+	br := broker()
+	br.Spec.Config["haMasterAddress"] = "10.0.0.9:1" // refused by the API; ours wins
+	want := "haMasterAddress=rmq-broker-b-0.rmq-broker-b-headless.mq.svc:10912\n"
+	if c := BrokerPodConf(br, 1, 1); !strings.Contains(c, want) {
+		t.Errorf("slave conf lacks %q:\n%s", want, c)
+	}
+}

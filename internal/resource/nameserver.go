@@ -11,8 +11,8 @@ import (
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
 
-// NameServer component label value.
-const nameServerComponent = "nameserver"
+// NameServerComponent is the component label value of name-server objects.
+const NameServerComponent = "nameserver"
 
 // Paths inside a name server pod.
 const (
@@ -51,7 +51,22 @@ func NameServerHeadlessServiceName(ns *v1alpha1.NameServer) string { return ns.N
 // NameServerConfigMapName holds namesrv.conf.
 func NameServerConfigMapName(ns *v1alpha1.NameServer) string { return ns.Name + "-config" }
 
-// NameServerAddress is the namesrvAddr list: every pod's stable DNS name, ';'-separated.
+// NameServerPeersName is the headless Service's DNS name and the listen port: it resolves to
+// every name-server pod's IP, which is what the pods' address server answers.
+func NameServerPeersName(ns *v1alpha1.NameServer) string {
+	return fmt.Sprintf("%s.%s.svc:%d", NameServerHeadlessServiceName(ns), ns.Namespace, ns.Spec.Ports.ListenPort)
+}
+
+// NameServerAddressURL is the ensemble's address server behind its Service, in the form
+// the Go client's primitive.NewHttpResolver takes; the Java client reads the same with
+// -Drocketmq.namesrv.domain=<name>.<namespace>.svc (port 8080 is its default).
+func NameServerAddressURL(ns *v1alpha1.NameServer) string {
+	return fmt.Sprintf("http://%s.%s.svc:%d%s", ns.Name, ns.Namespace, HealthPort, NameServerAddressPath)
+}
+
+// NameServerAddress is the namesrvAddr list the brokers get: every pod's stable DNS name,
+// ';'-separated. Our broker resolves a name at each connection, so the list stays right
+// when pods move; clients, which want IPs, get status.address instead.
 func NameServerAddress(ns *v1alpha1.NameServer) string {
 	addrs := make([]string, 0, ns.Spec.Replicas)
 	for i := range ns.Spec.Replicas {
@@ -77,5 +92,5 @@ func NameServerConf(ns *v1alpha1.NameServer) string {
 }
 
 func (b *NameServerBuilder) labels() map[string]string {
-	return objectLabels(nameServerComponent, b.Instance.Name)
+	return objectLabels(NameServerComponent, b.Instance.Name)
 }

@@ -34,7 +34,7 @@ func (b *nameServerHeadlessService) Update(obj client.Object) error {
 	svc := obj.(*corev1.Service)
 	svc.Labels = merge(svc.Labels, b.labels())
 	svc.Spec.ClusterIP = corev1.ClusterIPNone
-	svc.Spec.Selector = selectorLabels(nameServerComponent, b.Instance.Name)
+	svc.Spec.Selector = selectorLabels(NameServerComponent, b.Instance.Name)
 	// Brokers must resolve a starting name server before it is ready, or they cannot
 	// register during a cold start of the whole cluster.
 	svc.Spec.PublishNotReadyAddresses = true
@@ -54,8 +54,11 @@ func (b *nameServerService) Update(obj client.Object) error {
 	svc := obj.(*corev1.Service)
 	svc.Labels = merge(svc.Labels, b.labels())
 	svc.Spec.Type = corev1.ServiceTypeClusterIP
-	svc.Spec.Selector = selectorLabels(nameServerComponent, b.Instance.Name)
-	svc.Spec.Ports = nameServerPorts(b.Instance.Spec.Ports.ListenPort)
+	svc.Spec.Selector = selectorLabels(NameServerComponent, b.Instance.Name)
+	// The address server (NameServerAddressURL) answers on the Service too.
+	svc.Spec.Ports = append(nameServerPorts(b.Instance.Spec.Ports.ListenPort), corev1.ServicePort{
+		Name: healthPortName, Port: HealthPort, TargetPort: intstr.FromString(healthPortName),
+		Protocol: corev1.ProtocolTCP})
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 
@@ -79,6 +82,6 @@ func (b *nameServerPDB) Update(obj client.Object) error {
 	one := intstr.FromInt32(1)
 	pdb.Spec.MaxUnavailable = &one
 	pdb.Spec.Selector = &metav1.LabelSelector{
-		MatchLabels: selectorLabels(nameServerComponent, b.Instance.Name)}
+		MatchLabels: selectorLabels(NameServerComponent, b.Instance.Name)}
 	return controllerutil.SetControllerReference(b.Instance, pdb, b.Scheme)
 }

@@ -1,10 +1,11 @@
 package resource
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -27,7 +28,7 @@ func (b *nameServerStatefulSet) Update(obj client.Object) error {
 	// Selector, service name and claim templates are immutable: set them on create only.
 	if sts.CreationTimestamp.IsZero() {
 		sts.Spec.Selector = &metav1.LabelSelector{
-			MatchLabels: selectorLabels(nameServerComponent, ns.Name)}
+			MatchLabels: selectorLabels(NameServerComponent, ns.Name)}
 		sts.Spec.ServiceName = NameServerHeadlessServiceName(ns)
 		// Name servers share nothing, so they may start together; updates still roll one
 		// pod at a time (RollingUpdate, maxUnavailable 1).
@@ -44,7 +45,7 @@ func (b *nameServerStatefulSet) Update(obj client.Object) error {
 	}
 
 	tpl := &sts.Spec.Template
-	tpl.Labels = merge(ns.Spec.Pod.Labels, objectLabels(nameServerComponent, ns.Name))
+	tpl.Labels = merge(ns.Spec.Pod.Labels, objectLabels(NameServerComponent, ns.Name))
 	tpl.Annotations = merge(ns.Spec.Pod.Annotations,
 		map[string]string{ConfigHashAnnotation: Hash(NameServerConf(ns))})
 	applyPodOverrides(&tpl.Spec, ns.Spec.ContainerSpec)
@@ -61,20 +62,28 @@ func (b *nameServerStatefulSet) Update(obj client.Object) error {
 		v, m := tlsVolumeFor(ns.Spec.TLS)
 		tpl.Spec.Volumes, mounts = append(tpl.Spec.Volumes, v), append(mounts, m)
 	}
-	probe := tcpProbe("remoting")
+	startup, liveness, readiness := healthProbes(nameServerStartupSeconds)
 	tpl.Spec.Containers = []corev1.Container{{
 		Name:            "namesrv",
-		Image:           ns.Spec.Image,
+		Image:           image(ns.Spec.ContainerSpec),
 		ImagePullPolicy: pullPolicy(ns.Spec.ImagePullPolicy),
-		Command:         []string{"/namesrv", "-c", nameServerConfDir + "/" + nameServerConfFile},
+		Command: []string{"/namesrv", "-c", nameServerConfDir + "/" + nameServerConfFile,
+			"-http", fmt.Sprintf(":%d", HealthPort), "-peers", NameServerPeersName(ns)},
 		Ports: []corev1.ContainerPort{{Name: "remoting",
 			ContainerPort: ns.Spec.Ports.ListenPort, Protocol: corev1.ProtocolTCP},
-			metricsContainerPort(DefaultMetricsPort)},
-		Resources:      ns.Spec.Resources,
-		VolumeMounts:   mounts,
-		ReadinessProbe: probe,
-		LivenessProbe:  livenessFrom(probe),
+			metricsContainerPort(DefaultMetricsPort), healthContainerPort()},
+		Resources:       ns.Spec.Resources,
+		VolumeMounts:    mounts,
+		StartupProbe:    startup,
+		LivenessProbe:   liveness,
+		ReadinessProbe:  readiness,
+		SecurityContext: containerSecurityContext(),
 	}}
+	// A name server that restarts knows no broker until each registers again. Brokers do
+	// so within seconds of losing the connection, but brokers that only re-register every
+	// registration period (30 s; a Java broker) would find every name server of a roll
+	// empty at once: each replaced pod must stay Ready for one period before the next goes.
+	sts.Spec.MinReadySeconds = nameServerMinReadySeconds
 	return controllerutil.SetControllerReference(ns, sts, b.Scheme)
 }
 
@@ -84,18 +93,9 @@ func configVolume(name, configMap string) corev1.Volume {
 			LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}
 }
 
-func tcpProbe(port string) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{
-			Port: intstr.FromString(port)}},
-		PeriodSeconds: 10, TimeoutSeconds: 3, FailureThreshold: 3, SuccessThreshold: 1,
-	}
-}
-
-// livenessFrom gives a slow-starting process (store recovery) more time than readiness.
-func livenessFrom(p *corev1.Probe) *corev1.Probe {
-	l := p.DeepCopy()
-	l.InitialDelaySeconds = 60
-	l.FailureThreshold = 6
-	return l
-}
+const (
+	// nameServerStartupSeconds: a name server only loads its KV file before it listens.
+	nameServerStartupSeconds = 120
+	// nameServerMinReadySeconds is one broker registration period (registerNameServerPeriod).
+	nameServerMinReadySeconds = 30
+)

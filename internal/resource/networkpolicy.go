@@ -18,8 +18,9 @@ import (
 // dial name servers, DNS and, for transaction checks, producers). Every policy admits:
 //
 //	NameServer <name>-nameserver, pods of the NameServer:
-//	  listenPort     <- client peers, the pods of Brokers whose nameServerRef names it,
-//	                    the operator's namespace
+//	  listenPort,    <- client peers, the pods of Brokers whose nameServerRef names it,
+//	  8080 (HTTP)       the operator's namespace (8080 serves the address list clients
+//	                    resolve the name servers with)
 //	Broker <name>-broker, pods of every group of the Broker:
 //	  listenPort,    <- client peers, the Broker's own pods (a slave copies topics, offsets
 //	  listenPort-2      and groups from its master's listenPort), the operator's namespace
@@ -64,10 +65,10 @@ func (b *nameServerNetworkPolicy) Update(obj client.Object) error {
 	}
 	from = append(from, operatorPeers(b.OperatorNamespace)...)
 	np.Spec = networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(nameServerComponent, ns.Name)},
+		PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(NameServerComponent, ns.Name)},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
-			Ports: tcpPorts(ns.Spec.Ports.ListenPort),
+			Ports: tcpPorts(ns.Spec.Ports.ListenPort, HealthPort),
 			From:  from,
 		}, metricsIngress(DefaultMetricsPort)},
 	}

@@ -76,7 +76,7 @@ func TestNameServerNetworkPolicy(t *testing.T) {
 	}
 	wantMetricsRule(t, np.Spec.Ingress[1])
 	rule := np.Spec.Ingress[0]
-	if got := ports(t, rule); !equality.Semantic.DeepEqual(got, []int32{9876}) {
+	if got := ports(t, rule); !equality.Semantic.DeepEqual(got, []int32{9876, 8080}) {
 		t.Errorf("ports = %v", got)
 	}
 	brokers := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{

@@ -10,10 +10,10 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	"github.com/openrmq/rocketmq-operator/internal/version"
 )
 
 // Builder builds one child object.
@@ -79,12 +79,16 @@ func applyPodOverrides(spec *corev1.PodSpec, c v1alpha1.ContainerSpec) {
 	spec.Tolerations = c.Pod.Tolerations
 	spec.NodeSelector = c.Pod.NodeSelector
 	spec.PriorityClassName = c.Pod.PriorityClassName
-	spec.SecurityContext = c.Pod.SecurityContext
-	if spec.SecurityContext == nil {
-		// The image runs as 65532 (distroless nonroot); let it write its volumes.
-		spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](65532)}
-	}
+	spec.SecurityContext = podSecurityContext(c.Pod.SecurityContext)
 	spec.ImagePullSecrets = c.ImagePullSecrets
+}
+
+// image is the container image of c: its own, or the operator's version's.
+func image(c v1alpha1.ContainerSpec) string {
+	if c.Image == "" {
+		return version.DefaultImage
+	}
+	return c.Image
 }
 
 // pullPolicy defaults like the API server would, so Update does not flap against defaults.
