@@ -117,9 +117,7 @@ func (b *Broker) handleDeleteTopic(ctx context.Context, conn *remoting.Conn, req
 }
 
 func (b *Broker) handleGetAllTopicConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(b.topics.Snapshot())
-	return resp, nil
+	return withBody(req, protocol.MustEncode(b.topics.Snapshot())), nil
 }
 
 func (b *Broker) handleCreateGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
@@ -134,9 +132,7 @@ func (b *Broker) handleCreateGroup(ctx context.Context, conn *remoting.Conn, req
 }
 
 func (b *Broker) handleGetAllGroups(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = b.groups.Encode()
-	return resp, nil
+	return withBody(req, b.groups.Encode()), nil
 }
 
 func (b *Broker) handleDeleteGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
@@ -180,9 +176,7 @@ func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req 
 	if err != nil {
 		return nil, err
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = fmt.Appendf(nil, `{"offsetTable":%s}`, enc)
-	return resp, nil
+	return withBody(req, fmt.Appendf(nil, `{"offsetTable":%s}`, enc)), nil
 }
 
 func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
@@ -216,9 +210,7 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 	table["commitLogDamagedRanges"] = strconv.Itoa(len(b.store.Damaged()))
 	table["commitLogDamagedReads"] = strconv.FormatInt(b.store.DamagedReads(), 10)
 	b.stats.table(table)
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(map[string]any{"table": table})
-	return resp, nil
+	return withBody(req, protocol.MustEncode(map[string]any{"table": table})), nil
 }
 
 func (b *Broker) handleGetBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
@@ -265,9 +257,7 @@ func (b *Broker) handleViewMessage(ctx context.Context, conn *remoting.Conn, req
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", off)), nil
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = rec
-	return resp, nil
+	return withBody(req, rec), nil
 }
 
 type queryMessageHeader struct {
@@ -339,7 +329,5 @@ func (b *Broker) handleTopicConsumeByWho(ctx context.Context, conn *remoting.Con
 		groups = append(groups, g)
 	}
 	slices.Sort(groups)
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(map[string][]string{"groupList": groups})
-	return resp, nil
+	return withBody(req, protocol.MustEncode(map[string][]string{"groupList": groups})), nil
 }

@@ -29,9 +29,7 @@ func (b *Broker) handleViewBrokerStats(ctx context.Context, conn *remoting.Conn,
 	if !ok {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist", h.StatsName, h.StatsKey)), nil
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = it.data().Encode()
-	return resp, nil
+	return withBody(req, it.data().Encode()), nil
 }
 
 // groupTps is Java's consumeTps of a group in some topics: the sum of their GROUP_GET_NUMS

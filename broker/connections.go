@@ -37,9 +37,7 @@ func (b *Broker) handleConsumerConnections(ctx context.Context, conn *remoting.C
 		cc.ConnectionSet = append(cc.ConnectionSet, connection{ClientID: ch.ClientID, ClientAddr: ch.Addr(),
 			Language: ch.Language.String(), Version: ch.Version})
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(cc)
-	return resp, nil
+	return withBody(req, protocol.MustEncode(cc)), nil
 }
 
 // handleProducerConnections serves GET_PRODUCER_CONNECTION_LIST.
@@ -56,7 +54,5 @@ func (b *Broker) handleProducerConnections(ctx context.Context, conn *remoting.C
 		out.ConnectionSet = append(out.ConnectionSet, connection{ClientID: ch.ClientID, ClientAddr: ch.Addr(),
 			Language: ch.Language.String(), Version: ch.Version})
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(out)
-	return resp, nil
+	return withBody(req, protocol.MustEncode(out)), nil
 }

@@ -20,9 +20,7 @@ func (b *Broker) handleLockBatch(ctx context.Context, conn *remoting.Conn, req *
 	}
 	b.lockConns.add(conn, body.ConsumerGroup, body.ClientID)
 	locked := b.locks.LockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(lock.LockBatchResponseBody{LockOKMQSet: locked})
-	return resp, nil
+	return withBody(req, protocol.MustEncode(lock.LockBatchResponseBody{LockOKMQSet: locked})), nil
 }
 
 // handleUnlockBatch serves UNLOCK_BATCH_MQ.

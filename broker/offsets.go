@@ -115,7 +115,5 @@ func (b *Broker) handleCloneGroupOffset(ctx context.Context, conn *remoting.Conn
 
 // handleGetAllConsumerOffset serves GET_ALL_CONSUMER_OFFSET: the whole offset table.
 func (b *Broker) handleGetAllConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = b.offsets.Encode()
-	return resp, nil
+	return withBody(req, b.offsets.Encode()), nil
 }
