@@ -39,63 +39,63 @@ type pullHeader struct {
 }
 
 func (b *Broker) handlePull(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
-	return b.pull(conn, req, true), nil
+	return b.pull(conn, req, true)
 }
 
 // pull serves one pull. With allowSuspend, a pull that finds nothing and carries the
 // SUSPEND flag is held and answered later (nil is returned).
-func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend bool) *remoting.Command {
+func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend bool) (*remoting.Command, error) {
 	var h pullHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	c := b.cfg.Get()
 	if !protocol.IsReadable(c.BrokerPermission) {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", c.BrokerIP1))
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] pulling message is forbidden", c.BrokerIP1)), nil
 	}
 	gc, ok, err := b.groups.GetOrCreate(h.ConsumerGroup, c.AutoCreateSubscriptionGroup)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if !ok {
-		return req.NewResponse(remoting.SubscriptionGroupNotExist, fmt.Sprintf("subscription group [%s] does not exist", h.ConsumerGroup))
+		return req.NewResponse(remoting.SubscriptionGroupNotExist, fmt.Sprintf("subscription group [%s] does not exist", h.ConsumerGroup)), nil
 	}
 	if !gc.ConsumeEnable {
-		return req.NewResponse(remoting.NoPermission, "subscription group no permission, "+h.ConsumerGroup)
+		return req.NewResponse(remoting.NoPermission, "subscription group no permission, "+h.ConsumerGroup), nil
 	}
 	tc, ok := b.topics.Get(h.Topic)
 	if !ok {
-		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)), nil
 	}
 	if !protocol.IsReadable(tc.Perm) {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.Topic))
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] pulling message is forbidden", h.Topic)), nil
 	}
 	if h.QueueID < 0 || h.QueueID >= int32(tc.ReadQueueNums) {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr()))
+			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr())), nil
 	}
 
 	expr, exprType := h.Subscription, h.ExpressionType
 	if h.SysFlag&pullSubscription == 0 {
 		g, ok := b.clients.Consumer(h.ConsumerGroup)
 		if !ok {
-			return req.NewResponse(remoting.SubscriptionNotExist, "the consumer's group info not exist")
+			return req.NewResponse(remoting.SubscriptionNotExist, "the consumer's group info not exist"), nil
 		}
 		if !gc.ConsumeBroadcastEnable && g.MessageModel == "BROADCASTING" {
-			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup))
+			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup)), nil
 		}
 		sub, ok := g.Subscriptions[h.Topic]
 		if !ok {
-			return req.NewResponse(remoting.SubscriptionNotExist, "the consumer's subscription not exist")
+			return req.NewResponse(remoting.SubscriptionNotExist, "the consumer's subscription not exist"), nil
 		}
 		if sub.SubVersion < h.SubVersion {
-			return req.NewResponse(remoting.SubscriptionNotLatest, "the consumer's subscription not latest")
+			return req.NewResponse(remoting.SubscriptionNotLatest, "the consumer's subscription not latest"), nil
 		}
 		expr, exprType = sub.SubString, sub.ExpressionType
 	}
 	f, refused := b.subscriptionFilter(req, exprType, expr, h.SysFlag&pullSubscription == 0, c)
 	if refused != nil {
-		return refused
+		return refused, nil
 	}
 
 	maxMsgs := int(h.MaxMsgNums)
@@ -157,7 +157,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if allowSuspend && h.SysFlag&pullCommitOffset != 0 && c.BrokerRole != config.Slave {
 		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
-	return resp
+	return resp, nil
 }
 
 // subscriptionFilter returns the store filter of a subscription (filterCache): nil for
@@ -209,6 +209,11 @@ func pullCode(s store.GetStatus, requested int64) (int16, string) {
 	return remoting.SystemError, "unexpected store status " + s.String()
 }
 
+// resumePull serves a held pull again once its queue has news or its time is up.
+func (b *Broker) resumePull(_ context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+	return b.pull(conn, req, false)
+}
+
 // hold parks a pull until a message arrives for its queue or its suspend time passes.
 func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, f store.MessageFilter, c config.Config) {
 	var match func(int64) bool
@@ -226,7 +231,8 @@ func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader,
 		Match:    match,
 		Done:     conn.Done(),
 		Resume: func() {
-			resp := b.pull(conn, req, false)
+			// Through ErrHandlerFunc, so that an error is answered as a handler's is.
+			resp := remoting.ErrHandlerFunc(b.resumePull).ServeRemoting(context.Background(), conn, req)
 			if resp == nil {
 				return
 			}

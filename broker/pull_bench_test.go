@@ -119,9 +119,9 @@ func benchPullHandler(b *testing.B, crc bool) {
 	defer reportCPU(b)()
 	for b.Loop() {
 		req := remoting.NewRequest(remoting.PullMessage, pullBenchFields(off), nil)
-		resp := br.pull(nil, req, false)
-		if resp.Code != remoting.Success || resp.BodyLen() < 32*1024 {
-			b.Fatalf("pull: %v", resp)
+		resp, err := br.pull(nil, req, false)
+		if err != nil || resp.Code != remoting.Success || resp.BodyLen() < 32*1024 {
+			b.Fatalf("pull: %v, %v", resp, err)
 		}
 		resp.Discard()
 		if off += 32; off >= n {

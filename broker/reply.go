@@ -54,27 +54,31 @@ type pushReplyHeader struct {
 // ReplyMessageProcessor: the reply is pushed to the requester named by REPLY_TO_CLIENT,
 // whose push outcome is the response code, and then stored in its topic.
 func (b *Broker) handleSendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
-	resp := b.sendReply(ctx, conn, req)
+	resp, err := b.sendReply(ctx, conn, req)
+	if err != nil {
+		// Answered here rather than by ErrHandlerFunc: the fields below go on it too.
+		resp = req.NewResponse(remoting.SystemError, err.Error())
+	}
 	// Java sets these before any check, so refusals carry them too.
 	resp.SetField(message.PropertyMsgRegion, defaultRegion)
 	resp.SetField(message.PropertyTraceSwitch, "true")
 	return resp, nil
 }
 
-func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	h, err := decodeSendHeader(req)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	c := b.cfg.Get()
 	if resp := brokerWriteRefusal(req, c); resp != nil {
-		return resp
+		return resp, nil
 	}
 	// The push carries the queue the replier asked for; the store and the response the
 	// one picked for it.
 	requestedQueue := h.QueueID
-	if resp := b.checkSendTarget(conn, req, h); resp != nil {
-		return resp
+	if resp, err := b.checkSendTarget(conn, req, h); resp != nil || err != nil {
+		return resp, err
 	}
 	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
 	// No CLUSTER stamp, no retry, transaction or DLQ handling: Java's reply path has none.
@@ -84,7 +88,7 @@ func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoti
 	// Java leaves the size to the store and pushes first; refusing up front keeps an
 	// oversized reply off the requester's connection as well as off the disk.
 	if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
-		return resp
+		return resp, nil
 	}
 
 	resp := req.NewResponse(remoting.Success, "")
@@ -98,7 +102,7 @@ func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoti
 	if c.StoreReplyMessageEnable {
 		b.storeReply(c, m, h.QueueID, resp)
 	}
-	return resp
+	return resp, nil
 }
 
 func setSendResult(resp *remoting.Command, msgID string, queueID int32, queueOffset int64) {

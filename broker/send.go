@@ -100,8 +100,8 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		// 4.9.7's store refuses puts on a slave (PutMessageStatus.SERVICE_NOT_AVAILABLE).
 		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master"), nil
 	}
-	if resp := b.checkSendTarget(conn, req, h); resp != nil {
-		return resp, nil
+	if resp, err := b.checkSendTarget(conn, req, h); resp != nil || err != nil {
+		return resp, err
 	}
 	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
 
@@ -136,8 +136,8 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
 			return resp, nil
 		}
-		if resp := b.redirectMessage(req, h, m); resp != nil {
-			return resp, nil
+		if resp, err := b.redirectMessage(req, h, m); resp != nil || err != nil {
+			return resp, err
 		}
 		m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
 		msgs = append(msgs, m)
@@ -196,12 +196,12 @@ func brokerWriteRefusal(req *remoting.Command, c config.Config) *remoting.Comman
 // checkSendTarget runs Java's msgCheck on h's topic and queue: a legal, sendable topic
 // (created when the default topic allows), writeable, and a queue id in range. It picks
 // a random queue when h.QueueID < 0.
-func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *sendHeader) *remoting.Command {
+func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *sendHeader) (*remoting.Command, error) {
 	if err := names.Topic(h.Topic); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if notAllowedSendTopics[h.Topic] {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic))
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic)), nil
 	}
 	tc, ok := b.topics.Get(h.Topic)
 	if !ok {
@@ -217,22 +217,22 @@ func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *
 		}
 		if err != nil {
 			if errors.Is(err, metadata.ErrTopicNotExist) {
-				return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+				return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)), nil
 			}
-			return req.NewResponse(remoting.SystemError, err.Error())
+			return nil, err
 		}
 	}
 	if !protocol.IsWriteable(tc.Perm) {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.Topic))
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.Topic)), nil
 	}
 	if h.QueueID >= int32(max(tc.WriteQueueNums, tc.ReadQueueNums)) {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("request queueId[%d] is illegal, %s Producer: %s",
-			h.QueueID, tc.TopicName, conn.RemoteAddr()))
+			h.QueueID, tc.TopicName, conn.RemoteAddr())), nil
 	}
 	if h.QueueID < 0 {
 		h.QueueID = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
 	}
-	return nil
+	return nil, nil
 }
 
 // checkMessage refuses what the record format or the size limit cannot take.
@@ -249,16 +249,16 @@ func (b *Broker) checkMessage(req *remoting.Command, m *message.Message, maxSize
 // redirectMessage applies what the broker does to special single messages: retries past
 // their limit go to the DLQ, transaction half messages to RMQ_SYS_TRANS_HALF_TOPIC
 // (package transaction), delayed messages to SCHEDULE_TOPIC_XXXX (package schedule).
-func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *message.Message) *remoting.Command {
+func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *message.Message) (*remoting.Command, error) {
 	c := b.cfg.Get()
 	if strings.HasPrefix(m.Topic, protocol.RetryGroupTopicPrefix) {
 		group := strings.TrimPrefix(m.Topic, protocol.RetryGroupTopicPrefix)
 		gc, ok, err := b.groups.GetOrCreate(group, c.AutoCreateSubscriptionGroup)
 		if err != nil {
-			return req.NewResponse(remoting.SystemError, err.Error())
+			return nil, err
 		}
 		if !ok {
-			return req.NewResponse(remoting.SubscriptionNotExist, "subscription group not exist, "+group)
+			return req.NewResponse(remoting.SubscriptionNotExist, "subscription group not exist, "+group), nil
 		}
 		maxTimes := int32(gc.RetryMaxTimes)
 		if h.MaxReconsumeTimes != nil && req.Version >= versionV3_4_9 {
@@ -270,7 +270,7 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 		if h.ReconsumeTimes >= maxTimes {
 			dlq := retry.DLQTopic(group)
 			if _, err := b.topics.Ensure(dlq, retry.DLQQueueNums, retry.TopicPerm, 0); err != nil {
-				return req.NewResponse(remoting.SystemError, err.Error())
+				return nil, err
 			}
 			b.metrics.toDLQ(group, m, m.Topic)
 			m.Topic, m.QueueID = dlq, 0
@@ -278,24 +278,24 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 			// (Java's setDelayTimeLevel(0)), or the message would be scheduled instead.
 			p, err := message.DeleteProperty(m.Properties, message.PropertyDelayTimeLevel)
 			if err != nil {
-				return req.NewResponse(remoting.MessageIllegal, err.Error())
+				return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 			}
 			m.Properties = p
 		}
 	}
 	if transaction.IsPrepared(m) {
 		if c.RejectTransactionMessage {
-			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending transaction message is forbidden", c.BrokerIP1))
+			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending transaction message is forbidden", c.BrokerIP1)), nil
 		}
 		if err := transaction.ToHalf(m); err != nil {
-			return req.NewResponse(remoting.MessageIllegal, err.Error())
+			return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 		}
-		return nil
+		return nil, nil
 	}
 	if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
-		return req.NewResponse(remoting.MessageIllegal, err.Error())
+		return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 	}
-	return nil
+	return nil, nil
 }
 
 func putErrorResponse(req *remoting.Command, err error) *remoting.Command {
