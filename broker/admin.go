@@ -123,7 +123,7 @@ func (b *Broker) handleGetAllTopicConfig(ctx context.Context, conn *remoting.Con
 func (b *Broker) handleCreateGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	gc := metadata.NewSubscriptionGroupConfig("")
 	if err := json.Unmarshal(req.Body, &gc); err != nil || gc.GroupName == "" {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("bad subscription group config: %v", err)), nil
+		return nil, fmt.Errorf("bad subscription group config: %w", err)
 	}
 	if err := b.groups.Put(gc); err != nil {
 		return nil, err

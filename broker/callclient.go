@@ -53,7 +53,7 @@ func (b *Broker) handleConsumeMessageDirectly(ctx context.Context, conn *remotin
 	}
 	_, phy, err := message.ParseOffsetMsgID(h.MsgID)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("bad msgId %q: %v", h.MsgID, err)), nil
+		return nil, fmt.Errorf("bad msgId %q: %w", h.MsgID, err)
 	}
 	rec, err := b.store.CopyRawMessage(phy)
 	if err != nil {

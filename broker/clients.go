@@ -32,7 +32,7 @@ type heartbeatData struct {
 func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var hb heartbeatData
 	if err := protocol.Decode(req.Body, &hb); err != nil {
-		return req.NewResponse(remoting.SystemError, "heartbeat body: "+err.Error()), nil
+		return nil, fmt.Errorf("heartbeat body: %w", err)
 	}
 	var topics, groups []string
 	for _, cd := range hb.ConsumerDataSet {
@@ -147,7 +147,7 @@ func (b *Broker) handleCheckClientConfig(ctx context.Context, conn *remoting.Con
 	var body checkClientBody
 	if len(req.Body) > 0 {
 		if err := protocol.Decode(req.Body, &body); err != nil {
-			return req.NewResponse(remoting.SystemError, "check client config body: "+err.Error()), nil
+			return nil, fmt.Errorf("check client config body: %w", err)
 		}
 	}
 	sub := body.SubscriptionData

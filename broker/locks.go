@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/openrmq/rocketmq-operator/broker/lock"
@@ -13,7 +14,7 @@ import (
 func (b *Broker) handleLockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var body lock.LockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
-		return req.NewResponse(remoting.SystemError, "lock batch body: "+err.Error()), nil
+		return nil, fmt.Errorf("lock batch body: %w", err)
 	}
 	if err := checkBodyNames(queueTopics(body.MQSet), []string{body.ConsumerGroup}); err != nil {
 		return nil, err
@@ -27,7 +28,7 @@ func (b *Broker) handleLockBatch(ctx context.Context, conn *remoting.Conn, req *
 func (b *Broker) handleUnlockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var body lock.UnlockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
-		return req.NewResponse(remoting.SystemError, "unlock batch body: "+err.Error()), nil
+		return nil, fmt.Errorf("unlock batch body: %w", err)
 	}
 	if err := checkBodyNames(queueTopics(body.MQSet), []string{body.ConsumerGroup}); err != nil {
 		return nil, err

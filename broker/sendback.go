@@ -54,7 +54,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	}
 	orig, err := message.DecodeRecord(rec, false)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", h.Offset, err)), nil
+		return nil, fmt.Errorf("look message by offset failed, %d: %w", h.Offset, err)
 	}
 	r := retry.Request{Group: h.Group, DelayLevel: h.DelayLevel, RetryMaxTimes: int32(gc.RetryMaxTimes),
 		RetryQueueNums: int32(gc.RetryQueueNums), RetryDisabled: gc.RetryQueueNums <= 0}
@@ -70,7 +70,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	}
 	perm := retry.TopicPerm
 	if _, err := b.topics.Ensure(res.Topic, int(res.QueueNums), perm, 0); err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("topic[%s] not exist: %v", res.Topic, err)), nil
+		return nil, fmt.Errorf("topic[%s] not exist: %w", res.Topic, err)
 	}
 	m := res.Message
 	m.BornHost = orig.BornHost
