@@ -241,11 +241,25 @@ type brokerProc struct {
 
 // newBroker writes a broker.conf for name under parent and starts the broker.
 func newBroker(parent, name string, extra map[string]string) (*brokerProc, error) {
-	var port int
-	if p, ok := extra["listenPort"]; ok { // the caller chose the ports (HA tests)
-		port, _ = strconv.Atoi(p)
-	} else {
-		port = freePort(2)
+	if _, ok := extra["listenPort"]; ok { // the caller chose the ports (HA tests)
+		return newBrokerOn(parent, name, extra, 0)
+	}
+	// freePort probes its ports, but until the broker binds them an outgoing connection
+	// of any process on the machine may take one as its ephemeral port: then the broker
+	// stops at once with EADDRINUSE, and it starts again on other ports.
+	for attempt := 1; ; attempt++ {
+		b, err := newBrokerOn(parent, name, extra, freePort(2))
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return b, err
+		}
+		os.RemoveAll(b.dir)
+	}
+}
+
+// newBrokerOn starts a broker listening on port (0: the listenPort of extra).
+func newBrokerOn(parent, name string, extra map[string]string, port int) (*brokerProc, error) {
+	if port == 0 {
+		port, _ = strconv.Atoi(extra["listenPort"])
 	}
 	b := &brokerProc{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), dir: filepath.Join(parent, name), namesrv: namesrvAddr}
 	if ns, ok := extra["namesrvAddr"]; ok {
@@ -282,11 +296,23 @@ func (b *brokerProc) start() error {
 		return err
 	}
 	b.p = p
-	if err := waitListening(b.addr, 10*time.Second); err != nil {
+	if err := p.waitListening(b.addr, 10*time.Second); err != nil {
 		p.stop(syscall.SIGKILL)
 		return fmt.Errorf("%w\n%s", err, p.output())
 	}
 	return nil
+}
+
+// waitListening is waitListening that gives up as soon as p exits.
+func (p *proc) waitListening(addr string, within time.Duration) error {
+	listening := make(chan error, 1)
+	go func() { listening <- waitListening(addr, within) }()
+	select {
+	case err := <-listening:
+		return err
+	case <-p.done:
+		return fmt.Errorf("%s: the process exited (%v) before listening", addr, p.err)
+	}
 }
 
 func (b *brokerProc) stop(sig syscall.Signal) error { return b.p.stop(sig) }
