@@ -25,6 +25,10 @@ fmt: ## gofmt the tree.
 vet: ## go vet the tree.
 	$(GO) vet ./...
 
+.PHONY: lint
+lint: ## golangci-lint (.golangci.yml): vet, staticcheck, errcheck, unused, forbidigo, ... (builds the pinned version once, cached).
+	hack/golangci-lint.sh
+
 .PHONY: generate
 generate: ## Generate DeepCopy methods for the API types.
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...

@@ -29,7 +29,7 @@ const (
 )
 
 func (b *Broker) registerAdmin(pool *remoting.Pool) {
-	for code, f := range map[int16]remoting.HandlerFunc{
+	for code, f := range map[int16]remoting.ErrHandlerFunc{
 		remoting.UpdateAndCreateTopic:             b.handleCreateTopic,
 		remoting.DeleteTopicInBroker:              b.handleDeleteTopic,
 		remoting.GetAllTopicConfig:                b.handleGetAllTopicConfig,
@@ -43,7 +43,7 @@ func (b *Broker) registerAdmin(pool *remoting.Pool) {
 		remoting.ViewMessageByID:                  b.handleViewMessage,
 		remoting.QueryMessage:                     b.handleQueryMessage,
 		remoting.GetConsumerConnectionList:        b.handleConsumerConnections,
-		remoting.GetConsumeStats:                  b.handleConsumeStatsWithTps,
+		remoting.GetConsumeStats:                  b.handleConsumeStats,
 		remoting.InvokeBrokerToResetOffset:        b.handleResetOffset,
 		remoting.CloneGroupOffset:                 b.handleCloneGroupOffset,
 		remoting.GetAllConsumerOffset:             b.handleGetAllConsumerOffset,
@@ -71,19 +71,19 @@ type createTopicHeader struct {
 	Order           bool   `rmq:"order"`
 }
 
-func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h createTopicHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if err := names.Topic(h.Topic); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if b.topics.IsSystem(h.Topic) || strings.HasPrefix(strings.ToLower(h.Topic), "rmq_sys_") {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", h.Topic))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", h.Topic)), nil
 	}
 	if h.ReadQueueNums <= 0 || h.WriteQueueNums <= 0 || h.ReadQueueNums > 1024 || h.WriteQueueNums > 1024 {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("queue numbers %d/%d out of range 1..1024", h.ReadQueueNums, h.WriteQueueNums))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("queue numbers %d/%d out of range 1..1024", h.ReadQueueNums, h.WriteQueueNums)), nil
 	}
 	if h.TopicFilterType == "" {
 		h.TopicFilterType = protocol.TopicFilterTypeSingleTag
@@ -91,66 +91,62 @@ func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req
 	tc := protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
 		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
 	if err := b.topics.Update(tc); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	b.log.Info("topic created or updated", "topic", h.Topic, "read", h.ReadQueueNums, "write", h.WriteQueueNums, "perm", h.Perm, "by", conn.RemoteAddr())
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
-func (b *Broker) handleDeleteTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleDeleteTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	topic := req.Field("topic")
 	if topic == "" {
-		return req.NewResponse(remoting.SystemError, "the custom field <topic> is null")
+		return req.NewResponse(remoting.SystemError, "the custom field <topic> is null"), nil
 	}
 	if b.topics.IsSystem(topic) {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", topic))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The topic[%s] is conflict with system topic.", topic)), nil
 	}
 	if _, err := b.topics.Delete(topic); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	b.offsets.RemoveTopic(topic)
 	if err := b.store.DeleteTopic(topic); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	b.log.Info("topic deleted", "topic", topic, "by", conn.RemoteAddr())
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
-func (b *Broker) handleGetAllTopicConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(b.topics.Snapshot())
-	return resp
+func (b *Broker) handleGetAllTopicConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+	return withBody(req, protocol.MustEncode(b.topics.Snapshot())), nil
 }
 
-func (b *Broker) handleCreateGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleCreateGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	gc := metadata.NewSubscriptionGroupConfig("")
 	if err := json.Unmarshal(req.Body, &gc); err != nil || gc.GroupName == "" {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("bad subscription group config: %v", err))
+		return nil, fmt.Errorf("bad subscription group config: %w", err)
 	}
 	if err := b.groups.Put(gc); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
-func (b *Broker) handleGetAllGroups(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = b.groups.Encode()
-	return resp
+func (b *Broker) handleGetAllGroups(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+	return withBody(req, b.groups.Encode()), nil
 }
 
-func (b *Broker) handleDeleteGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleDeleteGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	group := req.Field("groupName")
 	if group == "" {
-		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
+		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null"), nil
 	}
 	if _, err := b.groups.Delete(group); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if strings.EqualFold(req.Field("cleanOffset"), "true") {
 		b.offsets.RemoveGroup(group)
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 type topicOffset struct {
@@ -159,18 +155,18 @@ type topicOffset struct {
 	MinOffset           int64 `json:"minOffset"`
 }
 
-func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	topic := req.Field("topic")
 	tc, ok := b.topics.Get(topic)
 	if !ok {
-		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist", topic))
+		return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist", topic)), nil
 	}
 	name := b.cfg.Get().BrokerName
 	table := map[protocol.MessageQueue]topicOffset{}
 	for q := range int32(tc.WriteQueueNums) {
-		o := topicOffset{MinOffset: max(b.store.MinOffset(topic, q), 0), MaxOffset: max(b.store.MaxOffset(topic, q), 0)}
+		o := topicOffset{MinOffset: max(b.store.MinOffsetInQueue(topic, q), 0), MaxOffset: max(b.store.MaxOffsetInQueue(topic, q), 0)}
 		if o.MaxOffset > 0 {
-			if ts, err := b.store.StoreTime(topic, q, o.MaxOffset-1); err == nil {
+			if ts := b.store.MessageStoreTime(topic, q, o.MaxOffset-1); ts >= 0 {
 				o.LastUpdateTimestamp = ts
 			}
 		}
@@ -178,14 +174,12 @@ func (b *Broker) handleTopicStats(ctx context.Context, conn *remoting.Conn, req 
 	}
 	enc, err := protocol.EncodeMQTable(table)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = fmt.Appendf(nil, `{"offsetTable":%s}`, enc)
-	return resp
+	return withBody(req, fmt.Appendf(nil, `{"offsetTable":%s}`, enc)), nil
 }
 
-func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	c := b.cfg.Get()
 	producers, consumers := b.clients.Counts()
 	table := map[string]string{
@@ -193,13 +187,13 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 		"brokerVersion":                        strconv.Itoa(int(remoting.Version)),
 		"bootTimestamp":                        strconv.FormatInt(b.startTime.UnixMilli(), 10),
 		"runtime":                              fmt.Sprintf("[ %s ]", time.Since(b.startTime).Round(time.Second)),
-		"commitLogMaxOffset":                   strconv.FormatInt(b.store.MaxPhyOffset(), 10),
+		"commitLogMaxOffset":                   strconv.FormatInt(b.store.CommitLogMaxOffset(), 10),
 		"brokerRole":                           c.BrokerRole,
 		"pullRequestHoldNum":                   strconv.Itoa(b.holder.Len()),
 		"producerConnections":                  strconv.Itoa(producers),
 		"consumerConnections":                  strconv.Itoa(consumers),
 		"goroutines":                           strconv.Itoa(runtime.NumGoroutine()),
-		"commitLogMinOffset":                   strconv.FormatInt(b.store.MinPhyOffset(), 10),
+		"commitLogMinOffset":                   strconv.FormatInt(b.store.CommitLogMinOffset(), 10),
 		"dispatchBehindBytes":                  strconv.FormatInt(b.store.DispatchBehind(), 10),
 		"pageCacheLockTimeMills":               "0",
 		"sendThreadPoolQueueHeadWaitTimeMills": "0",
@@ -213,27 +207,24 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 		"startAcceptSendRequestTimeStamp":      "0",
 	}
 	// Not Java keys: damaged commitlog ranges known, and reads that refused one.
-	ranges, refused := b.store.Damage()
-	table["commitLogDamagedRanges"] = strconv.Itoa(ranges)
-	table["commitLogDamagedReads"] = strconv.FormatInt(refused, 10)
+	table["commitLogDamagedRanges"] = strconv.Itoa(len(b.store.Damaged()))
+	table["commitLogDamagedReads"] = strconv.FormatInt(b.store.DamagedReads(), 10)
 	b.stats.table(table)
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(map[string]any{"table": table})
-	return resp
+	return withBody(req, protocol.MustEncode(map[string]any{"table": table})), nil
 }
 
-func (b *Broker) handleGetBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	c := b.cfg.Get()
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = []byte(properties.Format(c.Properties()))
 	resp.SetField("version", string(protocol.MustEncode(b.topics.DataVersion())))
-	return resp
+	return resp, nil
 }
 
-func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	props, err := properties.Parse(bytes.NewReader(req.Body))
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	m := map[string]string{}
 	for _, p := range props {
@@ -241,7 +232,7 @@ func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Co
 	}
 	changed, err := b.cfg.Update(m)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	b.log.Info("broker config updated", "keys", changed, "by", conn.RemoteAddr())
 	// Kept for operators to see, as the Java broker does; the -c file is not rewritten
@@ -254,21 +245,19 @@ func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Co
 	if slices.Contains(changed, "namesrvAddr") || slices.Contains(changed, "brokerPermission") {
 		b.kickRegister()
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
-func (b *Broker) handleViewMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleViewMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	off, err := strconv.ParseInt(req.Field("offset"), 10, 64)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, "the custom field <offset> is invalid")
+		return req.NewResponse(remoting.SystemError, "the custom field <offset> is invalid"), nil
 	}
-	rec, err := b.store.MessageAt(off)
+	rec, err := b.store.CopyRawMessage(off)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", off))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", off)), nil
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = rec
-	return resp
+	return withBody(req, rec), nil
 }
 
 type queryMessageHeader struct {
@@ -279,33 +268,35 @@ type queryMessageHeader struct {
 	EndTimestamp   int64  `rmq:"endTimestamp,required"`
 }
 
-func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleQueryMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h queryMessageHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if h.MaxNum <= 0 || h.MaxNum > 64 {
 		h.MaxNum = 64
 	}
-	recs, err := b.store.QueryByKey(h.Topic, h.Key, h.MaxNum, h.BeginTimestamp, h.EndTimestamp)
-	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+	var recs [][]byte
+	for _, phy := range b.store.QueryMessage(h.Topic, h.Key, h.MaxNum, h.BeginTimestamp, h.EndTimestamp) {
+		if rec, err := b.store.CopyRawMessage(phy); err == nil {
+			recs = append(recs, rec)
+		}
 	}
 	if len(recs) == 0 {
-		return req.NewResponse(remoting.QueryNotFound, "can not find message, maybe time range not correct")
+		return req.NewResponse(remoting.QueryNotFound, "can not find message, maybe time range not correct"), nil
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField("indexLastUpdateTimestamp", strconv.FormatInt(time.Now().UnixMilli(), 10))
-	resp.SetField("indexLastUpdatePhyoffset", strconv.FormatInt(b.store.MaxPhyOffset(), 10))
+	resp.SetField("indexLastUpdatePhyoffset", strconv.FormatInt(b.store.CommitLogMaxOffset(), 10))
 	for _, r := range recs {
 		resp.Body = append(resp.Body, r...)
 	}
-	return resp
+	return resp, nil
 }
 
 // earliestMessageTime is the store time of the oldest stored message (now when empty).
 func (b *Broker) earliestMessageTime() int64 {
-	if rec, err := b.store.MessageAt(b.store.MinPhyOffset()); err == nil {
+	if rec, err := b.store.CopyRawMessage(b.store.CommitLogMinOffset()); err == nil {
 		if v, err := message.ParseRecord(rec); err == nil {
 			return v.StoreTimestamp()
 		}
@@ -324,7 +315,7 @@ func diskUsedRatio(dir string) float64 {
 
 // handleTopicConsumeByWho serves QUERY_TOPIC_CONSUME_BY_WHO: the groups online on the
 // topic or with offsets in it.
-func (b *Broker) handleTopicConsumeByWho(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleTopicConsumeByWho(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	topic := req.Field("topic")
 	set := map[string]bool{}
 	for _, g := range b.clients.GroupsSubscribing(topic) {
@@ -338,7 +329,5 @@ func (b *Broker) handleTopicConsumeByWho(ctx context.Context, conn *remoting.Con
 		groups = append(groups, g)
 	}
 	slices.Sort(groups)
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(map[string][]string{"groupList": groups})
-	return resp
+	return withBody(req, protocol.MustEncode(map[string][]string{"groupList": groups})), nil
 }

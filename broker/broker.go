@@ -28,8 +28,6 @@ import (
 // Options are the parts of a Broker that are not broker.conf keys.
 type Options struct {
 	Logger *slog.Logger
-	// Store replaces the on-disk store (tests). The broker closes it at shutdown.
-	Store MessageStore
 	// NoFastChannel skips the listenPort-2 listener and lets a master's HA server take
 	// any free port instead of listenPort+1 (tests on random ports).
 	NoFastChannel bool
@@ -39,7 +37,8 @@ type Options struct {
 type Broker struct {
 	cfg       *config.Live
 	log       *slog.Logger
-	store     MessageStore
+	store     *store.Store
+	puts      *putPath // every write goes through it (put.go)
 	topics    *metadata.Topics
 	groups    *metadata.Groups
 	offsets   *metadata.Offsets
@@ -47,8 +46,9 @@ type Broker struct {
 	locks     *lock.Manager
 	lockConns lockConns // the connections queue locks were taken over
 	holder    *longpoll.Holder
-	sched     *schedule.Service    // delayed delivery; nil with a store other than broker/store
-	txn       *transaction.Service // transaction ends and checks; nil likewise
+	filters   filterCache          // subscription expressions compiled once (filtercache.go)
+	sched     *schedule.Service    // delayed delivery
+	txn       *transaction.Service // transaction ends and checks
 	server    *remoting.Server
 	acl       *acl.Watcher      // aclEnable: the plain ACL rules; nil without
 	tlsServer *tlsconfig.Server // the listeners' TLS (tls.server.*), HA port included
@@ -134,57 +134,56 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		}
 	}
 
-	b.store = opts.Store
-	if b.store == nil {
-		sc := cfg.StoreConfig()
-		sc.StoreHost = b.storeHost
-		if b.metrics != nil {
-			sc.OnGroupCommit = b.metrics.onGroupCommit
-		}
-		if b.store, err = openStore(sc); err != nil {
-			return nil, err
-		}
+	sc := cfg.StoreConfig()
+	sc.StoreHost = b.storeHost
+	sc.Logger = log.With("component", "store")
+	if b.metrics != nil {
+		sc.OnGroupCommit = b.metrics.onGroupCommit
 	}
-	if sa, ok := b.store.(storeAdapter); ok {
-		b.sched, err = schedule.New(notifyingStore{sa.s, b.notifyHA}, schedule.Config{ConfigDir: dir, Logf: func(format string, args ...any) {
-			log.Warn(fmt.Sprintf(format, args...), "component", "schedule")
-		}})
-		if err != nil {
-			b.store.Close()
-			return nil, err
-		}
-		b.txn = transaction.New(notifyingStore{sa.s, b.notifyHA}, b.offsets, b.checkTransaction, transaction.Config{
-			FileReservedTime:   time.Duration(cfg.FileReservedTime) * time.Hour,
-			CheckInterval:      time.Duration(cfg.TransactionCheckInterval) * time.Millisecond,
-			TransactionTimeout: time.Duration(cfg.TransactionTimeOut) * time.Millisecond,
-			CheckMax:           cfg.TransactionCheckMax,
-			Logf: func(format string, args ...any) {
-				log.Warn(fmt.Sprintf(format, args...), "component", "transaction")
-			},
-		})
+	if b.store, err = store.Open(sc); err != nil {
+		return nil, err
 	}
+	b.puts = &putPath{store: b.store, wakeHA: b.notifyHA, stats: b.stats}
+	b.sched, err = schedule.New(serviceStore{b.store, b.puts, scheduleKind}, schedule.Config{ConfigDir: dir,
+		Logger: log.With("component", "schedule")})
+	if err != nil {
+		b.store.Close()
+		return nil, err
+	}
+	b.txn = transaction.New(serviceStore{b.store, b.puts, transactionKind}, b.offsets, b.checkTransaction, transaction.Config{
+		FileReservedTime:   cfg.FileReservedTime,
+		CheckInterval:      cfg.TransactionCheckInterval,
+		TransactionTimeout: cfg.TransactionTimeOut,
+		CheckMax:           cfg.TransactionCheckMax,
+		Logger:             log.With("component", "transaction"),
+	})
 	interval := time.Second
 	if !cfg.LongPollingEnable {
-		interval = min(interval, time.Duration(cfg.ShortPollingTimeMills)*time.Millisecond)
+		interval = min(interval, cfg.ShortPollingTime)
 	}
-	b.holder = longpoll.New(interval, b.store.MaxOffset)
+	b.holder = longpoll.New(interval, b.store.MaxOffsetInQueue)
 	b.store.OnArrival(func(a *store.Arrival) {
 		b.holder.Notify(a.Topic, a.QueueID, a.MaxOffset, a.TagsCode)
 	})
 
-	sc := cfg.RemotingServerConfig()
-	sc.Logger, sc.OnClose, sc.BeforeHandle = log, b.connClosed, b.beforeHandle
+	rc := cfg.RemotingServerConfig()
+	rc.Logger, rc.OnClose, rc.BeforeHandle = log, b.connClosed, b.beforeHandle
 	if b.metrics != nil {
-		sc.OnReply = b.metrics.onReply
+		rc.OnReply = b.metrics.onReply
 	}
-	sc.TLS = b.tlsServer.RemotingTLS() // the fast channel too: one server, both ports
-	b.server = remoting.NewServer(sc)
+	rc.TLS = b.tlsServer.RemotingTLS() // the fast channel too: one server, both ports
+	b.server = remoting.NewServer(rc)
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log, TLS: b.tlsClient.Config()})
-	if sa, ok := b.store.(storeAdapter); ok {
-		b.setupHA(cfg, sa.s)
-	}
+	b.setupHA(cfg, b.store)
 	b.registerProcessors()
 	return b, nil
+}
+
+// withBody is a SUCCESS response to req carrying body.
+func withBody(req *remoting.Command, body []byte) *remoting.Command {
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
 }
 
 func (b *Broker) registerProcessors() {
@@ -200,7 +199,9 @@ func (b *Broker) registerProcessors() {
 	// queue (the Go client does so when it re-adds a queue after a reset), and the query
 	// must see the commit. Both are map operations of a microsecond.
 	offsets := s.NewPool("offset", 1, 100000)
-	h := func(code int16, f remoting.HandlerFunc, p *remoting.Pool) { s.Handle(code, f, p) }
+	// Every handler returns (response, error); an error is answered SYSTEM_ERROR with its
+	// text as remark (remoting.ErrHandlerFunc).
+	h := func(code int16, f remoting.ErrHandlerFunc, p *remoting.Pool) { s.Handle(code, f, p) }
 
 	h(remoting.SendMessage, b.handleSend, send)
 	h(remoting.SendMessageV2, b.handleSend, send)
@@ -243,17 +244,15 @@ func (b *Broker) Start() error {
 	for _, p := range ports {
 		l, err := b.server.Listen(net.JoinHostPort("", strconv.Itoa(p)))
 		if err != nil {
-			b.server.Shutdown(context.Background())
-			return fmt.Errorf("broker: listen on port %d: %w", p, err)
+			return errors.Join(fmt.Errorf("broker: listen on port %d: %w", p, err), b.server.Shutdown(context.Background()))
 		}
 		b.listeners = append(b.listeners, l)
 	}
 	if err := b.startHA(); err != nil {
-		b.server.Shutdown(context.Background())
-		return err
+		return errors.Join(err, b.server.Shutdown(context.Background()))
 	}
 	if err := b.metrics.start(c); err != nil {
-		b.server.Shutdown(context.Background())
+		err = errors.Join(err, b.server.Shutdown(context.Background()))
 		b.closeHA()
 		return err
 	}
@@ -262,7 +261,7 @@ func (b *Broker) Start() error {
 		"tls.server.mode", c.TLS.Mode().String(), "tls.enable", c.TLS.Enable)
 	// A slave's store holds the master's records only: no delivery of delayed
 	// messages and no transaction checks there (4.9.7 runs both on masters only).
-	if b.sched != nil && c.BrokerRole != config.Slave {
+	if c.BrokerRole != config.Slave {
 		b.sched.Start()
 		b.txn.Start()
 	}
@@ -270,8 +269,8 @@ func (b *Broker) Start() error {
 	b.tlsClient.Start(0)
 	b.registerAll()
 	b.watchACL()
-	b.every(func() time.Duration { return time.Duration(b.cfg.Get().RegisterNameServerPeriod) * time.Millisecond }, b.registerAll, b.kick)
-	b.every(func() time.Duration { return time.Duration(c.FlushConsumerOffsetInterval) * time.Millisecond }, b.persistOffsets, nil)
+	b.every(func() time.Duration { return b.cfg.Get().RegisterNameServerPeriod }, b.registerAll, b.kick)
+	b.every(func() time.Duration { return c.FlushConsumerOffsetInterval }, b.persistOffsets, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.scanExpiredClients, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.stats.sample, nil)
 	return nil
@@ -330,13 +329,15 @@ func (b *Broker) ListenAddrs() []string {
 
 // Shutdown stops the broker: unregisters from the name servers, stops accepting,
 // answers held pulls, waits for in-flight requests, persists offsets and configs, and
-// closes the store (flush, clean-shutdown marker).
+// closes the store (flush, clean-shutdown marker). ctx bounds the waits on the network
+// (the unregistrations, the in-flight requests); once it is done they are cut short and
+// its error is returned, but the metadata is still persisted and the store closed.
 func (b *Broker) Shutdown(ctx context.Context) error {
 	var errs []error
 	b.shutdown.Do(func() {
 		close(b.stop)
 		b.wg.Wait()
-		b.unregisterAll()
+		b.unregisterAll(ctx)
 		b.holder.Close()
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -349,11 +350,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.tlsClient.Close()
 		// The services stop before the store, which flushes what they put, and before
 		// the offsets are written (the transaction scan keeps its progress there).
-		if b.sched != nil {
-			errs = append(errs, b.txn.Close(), b.sched.Close())
-		}
+		errs = append(errs, b.txn.Close(), b.sched.Close())
 		errs = append(errs, b.offsets.Persist(true), b.topics.Persist(), b.groups.Persist())
 		errs = append(errs, b.store.Close())
+		if err := ctx.Err(); err != nil && !errors.Is(errors.Join(errs...), err) {
+			errs = append(errs, fmt.Errorf("broker: shutdown cut short: %w", err))
+		}
 		b.log.Info("broker stopped", "name", b.cfg.Get().BrokerName)
 	})
 	return errors.Join(errs...)

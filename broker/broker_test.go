@@ -2,13 +2,16 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -137,7 +140,7 @@ func TestSendAndPullWithTagFilter(t *testing.T) {
 			t.Fatalf("send response fields: %v", resp.ExtFields)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("T1", 1) == 3 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("T1", 1) == 3 })
 	resp := tb.invoke(remoting.PullMessage, pullFields("g1", "T1", 1, 0, pullSubscription, "a"), nil)
 	if resp.Code != remoting.Success {
 		t.Fatalf("pull: %v", resp)
@@ -285,7 +288,7 @@ func TestAutoCreateTopicOnSend(t *testing.T) {
 
 // With longPollingEnable=false a suspended pull is held for shortPollingTimeMills only.
 func TestShortPolling(t *testing.T) {
-	tb := startBroker(t, "", func(c *config.Config) { c.LongPollingEnable = false; c.ShortPollingTimeMills = 200 })
+	tb := startBroker(t, "", func(c *config.Config) { c.LongPollingEnable = false; c.ShortPollingTime = 200 * time.Millisecond })
 	tb.createTopic("SP", 1)
 	f := pullFields("g", "SP", 0, 0, pullSuspend|pullSubscription, "*")
 	f["suspendTimeoutMillis"] = "3600000" // held for the short polling time, not this
@@ -319,5 +322,42 @@ func TestShutdownAnswersHeldPulls(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("held pull not answered at shutdown")
+	}
+}
+
+// Shutdown honours its context: with a name server that never answers and a context
+// already done, the unregistration is not waited for (3 s otherwise), the context's
+// error is returned, and the store is closed all the same.
+func TestShutdownHonoursItsContext(t *testing.T) {
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			nc, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // held open, never answered
+		}
+	}()
+	tb := startBroker(t, "", func(c *config.Config) {
+		c.NamesrvAddr = mute.Addr().String()
+		c.RegisterBrokerTimeout = 100 * time.Millisecond
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	err = tb.Shutdown(ctx)
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Errorf("Shutdown took %v with its context done", took)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown: %v, want context.Canceled", err)
+	}
+	if _, err := tb.store.PutMessage(&message.Message{Topic: "T", Body: []byte("x"), BornHost: netip.MustParseAddrPort("127.0.0.1:1")}); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("store still open after Shutdown: %v", err)
 	}
 }

@@ -20,18 +20,16 @@ type viewBrokerStatsHeader struct {
 
 // handleViewBrokerStats serves VIEW_BROKER_STATS_DATA: one counter's last minute, hour
 // and day (mqadmin statsAll asks TOPIC_PUT_NUMS and GROUP_GET_NUMS).
-func (b *Broker) handleViewBrokerStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleViewBrokerStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h viewBrokerStatsHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	it, ok := b.stats.lookup(h.StatsName, h.StatsKey)
 	if !ok {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist", h.StatsName, h.StatsKey))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist", h.StatsName, h.StatsKey)), nil
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = it.data().Encode()
-	return resp
+	return withBody(req, it.data().Encode()), nil
 }
 
 // groupTps is Java's consumeTps of a group in some topics: the sum of their GROUP_GET_NUMS
@@ -44,28 +42,31 @@ func (b *Broker) groupTps(group string, topics []string) float64 {
 	return tps
 }
 
-// handleConsumeStatsWithTps serves GET_CONSUME_STATS: handleConsumeStats' offsets plus
-// the group's consume rate in the topics they cover.
-func (b *Broker) handleConsumeStatsWithTps(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	resp := b.handleConsumeStats(ctx, conn, req)
-	if resp == nil || resp.Code != remoting.Success {
-		return resp
+// handleConsumeStats serves GET_CONSUME_STATS: the group's offsets in the queues of one
+// topic, or of every topic it has offsets in, and its consume rate in those topics.
+func (b *Broker) handleConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+	group := req.Field("consumerGroup")
+	if group == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null"), nil
 	}
-	st, err := protocol.DecodeConsumeStats(resp.Body)
-	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+	topics := b.offsets.TopicsOf(group)
+	if t := req.Field("topic"); t != "" {
+		topics = []string{t}
 	}
-	var topics []string
-	for mq := range st.OffsetTable {
-		if !slices.Contains(topics, mq.Topic) {
-			topics = append(topics, mq.Topic)
+	st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+	var covered []string
+	for _, topic := range topics {
+		if tc, ok := b.topics.Get(topic); ok && tc.WriteQueueNums > 0 {
+			b.addConsumeOffsets(&st, group, topic, tc.WriteQueueNums)
+			covered = append(covered, topic)
 		}
 	}
-	st.ConsumeTps = b.groupTps(req.Field("consumerGroup"), topics)
-	if resp.Body, err = st.Encode(); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+	st.ConsumeTps = b.groupTps(group, covered)
+	body, err := st.Encode()
+	if err != nil {
+		return nil, err
 	}
-	return resp
+	return withBody(req, body), nil
 }
 
 type brokerConsumeStatsHeader struct {
@@ -76,10 +77,10 @@ type brokerConsumeStatsHeader struct {
 // as Java's fetchAllConsumeStatsInBroker: for every subscription group, a ConsumeStats per
 // topic it has offsets in; with isOrder only order topics; an online group's topics only
 // when it subscribes them.
-func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h brokerConsumeStatsHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	out := protocol.ConsumeStatsList{BrokerAddr: b.Addr(), ConsumeStatsList: []map[string][]protocol.ConsumeStats{}}
 	for _, group := range b.groups.Names() {
@@ -97,7 +98,8 @@ func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Co
 					continue
 				}
 			}
-			st := b.queueConsumeStats(group, topic, tc.WriteQueueNums)
+			st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+			b.addConsumeOffsets(&st, group, topic, tc.WriteQueueNums)
 			st.ConsumeTps = b.groupTps(group, []string{topic})
 			out.TotalDiff += st.TotalDiff()
 			list = append(list, st)
@@ -106,26 +108,23 @@ func (b *Broker) handleBrokerConsumeStats(ctx context.Context, conn *remoting.Co
 	}
 	body, err := out.Encode()
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = body
-	return resp
+	return withBody(req, body), nil
 }
 
-// queueConsumeStats is group's offsets in the queues of topic, as GET_CONSUME_STATS
-// gives them.
-func (b *Broker) queueConsumeStats(group, topic string, queues int) protocol.ConsumeStats {
+// addConsumeOffsets adds group's offsets in the queues of topic to st, as GET_CONSUME_STATS
+// and GET_BROKER_CONSUME_STATS give them: the queue's end, the group's committed offset
+// (0 without one) and the store time of the last message it consumed.
+func (b *Broker) addConsumeOffsets(st *protocol.ConsumeStats, group, topic string, queues int) {
 	name := b.cfg.Get().BrokerName
-	st := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
 	for q := range int32(queues) {
-		w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffset(topic, q), 0), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
+		w := protocol.OffsetWrapper{BrokerOffset: b.store.MaxOffsetInQueue(topic, q), ConsumerOffset: max(b.offsets.Query(group, topic, q), 0)}
 		if w.ConsumerOffset > 0 {
-			if ts, err := b.store.StoreTime(topic, q, w.ConsumerOffset-1); err == nil && ts > 0 {
+			if ts := b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1); ts > 0 {
 				w.LastTimestamp = ts
 			}
 		}
 		st.OffsetTable[protocol.MessageQueue{BrokerName: name, QueueID: q, Topic: topic}] = w
 	}
-	return st
 }

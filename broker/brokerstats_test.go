@@ -47,7 +47,7 @@ func TestBrokerStatsAfterSendsAndPulls(t *testing.T) {
 			t.Fatalf("send: %v", resp)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("ST", 0) == n })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("ST", 0) == n })
 	pull := tb.invoke(remoting.PullMessage, pullFields("sg", "ST", 0, 0, pullSubscription, "*"), nil)
 	if msgs := decodeAll(t, pull.Body); pull.Code != remoting.Success || len(msgs) != n {
 		t.Fatalf("pull: %v with %d messages", pull, len(msgs))
@@ -105,7 +105,7 @@ func TestBrokerStatsAfterSendsAndPulls(t *testing.T) {
 	for i := range n {
 		tb.sendV2("ST", 1, "", "late"+strconv.Itoa(i))
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("ST", 1) == n })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("ST", 1) == n })
 	all = tb.invoke(remoting.GetBrokerConsumeStats, map[string]string{"isOrder": "false"}, nil)
 	if list, err = protocol.DecodeConsumeStatsList(all.Body); err != nil || list.TotalDiff != n {
 		t.Errorf("totalDiff with %d unconsumed: %s (%v)", n, all.Body, err)

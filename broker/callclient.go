@@ -28,12 +28,12 @@ type consumerRunningInfoHeader struct {
 
 // handleConsumerRunningInfo serves GET_CONSUMER_RUNNING_INFO (mqadmin consumerStatus,
 // consumerProgress -s): the consumer itself answers; the broker relays.
-func (b *Broker) handleConsumerRunningInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleConsumerRunningInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h consumerRunningInfoHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
-	return b.callConsumer(ctx, req, req.Body, h.ConsumerGroup, h.ClientID)
+	return b.callConsumer(ctx, req, req.Body, h.ConsumerGroup, h.ClientID), nil
 }
 
 type consumeMessageDirectlyHeader struct {
@@ -46,23 +46,23 @@ type consumeMessageDirectlyHeader struct {
 // handleConsumeMessageDirectly serves CONSUME_MESSAGE_DIRECTLY (mqadmin queryMsgById
 // -g -d): the message at the offset msgId names goes, as stored, to the consumer, which
 // runs its listener on it and reports the result.
-func (b *Broker) handleConsumeMessageDirectly(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleConsumeMessageDirectly(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h consumeMessageDirectlyHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	_, phy, err := message.ParseOffsetMsgID(h.MsgID)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("bad msgId %q: %v", h.MsgID, err))
+		return nil, fmt.Errorf("bad msgId %q: %w", h.MsgID, err)
 	}
-	rec, err := b.store.MessageAt(phy)
+	rec, err := b.store.CopyRawMessage(phy)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", phy))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("can not find message by the offset, %d", phy)), nil
 	}
 	// The client puts the message's brokerName from here (its store host is not enough
 	// to tell the master-slave set).
 	req.SetField("brokerName", b.cfg.Get().BrokerName)
-	return b.callConsumer(ctx, req, rec, h.ConsumerGroup, h.ClientID)
+	return b.callConsumer(ctx, req, rec, h.ConsumerGroup, h.ClientID), nil
 }
 
 // callConsumer forwards req (code and ext fields) with body to clientID's connection in

@@ -29,10 +29,10 @@ type heartbeatData struct {
 	} `json:"consumerDataSet"`
 }
 
-func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var hb heartbeatData
 	if err := protocol.Decode(req.Body, &hb); err != nil {
-		return req.NewResponse(remoting.SystemError, "heartbeat body: "+err.Error())
+		return nil, fmt.Errorf("heartbeat body: %w", err)
 	}
 	var topics, groups []string
 	for _, cd := range hb.ConsumerDataSet {
@@ -45,7 +45,7 @@ func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *
 		groups = append(groups, pd.GroupName)
 	}
 	if err := checkBodyNames(topics, groups); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	c := b.cfg.Get()
 	now := time.Now()
@@ -89,9 +89,9 @@ func (b *Broker) handleHeartbeat(ctx context.Context, conn *remoting.Conn, req *
 		// carry on, so saying it costs nothing and tells the user why nothing arrives.
 		remark := "parse the consumer's subscription failed: " + strings.Join(refused, "; ")
 		b.log.Warn("heartbeat with a subscription that does not compile", "client", hb.ClientID, "remote", conn.RemoteAddr(), "err", remark)
-		return req.NewResponse(remoting.SubscriptionParseFailed, remark)
+		return req.NewResponse(remoting.SubscriptionParseFailed, remark), nil
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 // checkExpression compiles a subscription's expression; tag expressions always pass
@@ -110,10 +110,10 @@ type unregisterClientHeader struct {
 	ConsumerGroup string `rmq:"consumerGroup"`
 }
 
-func (b *Broker) handleUnregisterClient(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleUnregisterClient(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h unregisterClientHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if h.ProducerGroup != "" {
 		b.clients.UnregisterProducer(h.ProducerGroup, conn)
@@ -129,7 +129,7 @@ func (b *Broker) handleUnregisterClient(ctx context.Context, conn *remoting.Conn
 			b.notifyConsumerIDsChanged(h.ConsumerGroup)
 		}
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 // checkClientBody is CheckClientRequestBody: the Java consumer sends each non-TAG
@@ -143,39 +143,39 @@ type checkClientBody struct {
 // handleCheckClientConfig serves CHECK_CLIENT_CONFIG as Java does: SQL92 needs
 // enablePropertyFilter (SYSTEM_ERROR), and the expression must compile
 // (SUBSCRIPTION_PARSE_FAILED with the compiler's message).
-func (b *Broker) handleCheckClientConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleCheckClientConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var body checkClientBody
 	if len(req.Body) > 0 {
 		if err := protocol.Decode(req.Body, &body); err != nil {
-			return req.NewResponse(remoting.SystemError, "check client config body: "+err.Error())
+			return nil, fmt.Errorf("check client config body: %w", err)
 		}
 	}
 	sub := body.SubscriptionData
 	if sub == nil || sub.ExpressionType == "" || sub.ExpressionType == filter.TypeTag {
-		return req.NewResponse(remoting.Success, "")
+		return req.NewResponse(remoting.Success, ""), nil
 	}
 	if !b.cfg.Get().EnablePropertyFilter {
-		return req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType)
+		return req.NewResponse(remoting.SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType), nil
 	}
 	if err := checkExpression(sub.ExpressionType, sub.SubString); err != nil {
 		b.log.Warn("client config refused", "group", body.Group, "client", body.ClientID, "expression", sub.SubString, "err", err)
-		return req.NewResponse(remoting.SubscriptionParseFailed, err.Error())
+		return req.NewResponse(remoting.SubscriptionParseFailed, err.Error()), nil
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
-func (b *Broker) handleGetConsumerList(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetConsumerList(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	group := req.Field("consumerGroup")
 	if group == "" {
-		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null")
+		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null"), nil
 	}
 	g, ok := b.clients.Consumer(group)
 	if !ok || len(g.Channels) == 0 {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("no consumer for this group, %s", group))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("no consumer for this group, %s", group)), nil
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body, _ = json.Marshal(map[string][]string{"consumerIdList": g.ClientIDs()})
-	return resp
+	return resp, nil
 }
 
 // notifyConsumerIDsChanged tells every consumer of group, oneway, to rebalance now.
@@ -207,7 +207,7 @@ func (b *Broker) connClosed(conn *remoting.Conn) {
 // scanExpiredClients closes connections silent for channelExpiredTimeout; closing them
 // runs connClosed.
 func (b *Broker) scanExpiredClients() {
-	timeout := time.Duration(b.cfg.Get().ChannelExpiredTimeout) * time.Millisecond
+	timeout := b.cfg.Get().ChannelExpiredTimeout
 	for _, conn := range b.clients.Expired(time.Now().Add(-timeout)) {
 		b.log.Info("client channel expired", "remote", conn.RemoteAddr(), "silentFor", timeout)
 		conn.Close()

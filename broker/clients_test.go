@@ -33,7 +33,7 @@ func TestPullUsesHeartbeatSubscription(t *testing.T) {
 	tb.createTopic("HB", 1)
 	tb.sendV2("HB", 0, "a", "m-a")
 	tb.sendV2("HB", 0, "b", "m-b")
-	waitFor(t, func() bool { return tb.store.MaxOffset("HB", 0) == 2 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("HB", 0) == 2 })
 	f := pullFields("hbg", "HB", 0, 0, 0, "")
 	if resp := tb.invoke(remoting.PullMessage, f, nil); resp.Code != remoting.SubscriptionNotExist {
 		t.Fatalf("pull before heartbeat: %v", resp)
@@ -119,7 +119,7 @@ func TestResetOffsetOffline(t *testing.T) {
 	for i := range 4 {
 		tb.sendV2("R", 0, "", "m"+strconv.Itoa(i))
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("R", 0) == 4 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("R", 0) == 4 })
 	tb.offsets.Commit("rg", "R", 0, 4)
 	resp := tb.invoke(remoting.InvokeBrokerToResetOffset, map[string]string{"topic": "R", "group": "rg", "timestamp": "0", "isForce": "true"}, nil)
 	if resp.Code != remoting.Success {

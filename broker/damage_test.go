@@ -92,7 +92,7 @@ func TestPullSkipsDamagedRecords(t *testing.T) {
 			t.Fatalf("send %d: %v", i, resp)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("DP", 0) == 5 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("DP", 0) == 5 })
 	entries, _, _, _ := tb.store.ConsumeQueueEntries("DP", 0, 0, 5)
 	tb.stop()
 	seg, err := os.OpenFile(filepath.Join(dir, "commitlog", "00000000000000000000"), os.O_RDWR, 0)
@@ -121,7 +121,7 @@ func TestPullSkipsDamagedRecords(t *testing.T) {
 		t.Fatalf("pull at the damaged last message: code %d, next %s, %d bytes", resp.Code, resp.Field("nextBeginOffset"), len(resp.Body))
 	}
 	for _, i := range []int{2, 4} {
-		if _, err := tb.store.MessageAt(entries[i].PhyOffset); err == nil {
+		if _, err := tb.store.CopyRawMessage(entries[i].PhyOffset); err == nil {
 			t.Fatalf("damaged message %d read by its offset", i)
 		}
 	}

@@ -43,8 +43,8 @@ func (b *Broker) setupHA(c *config.Config, st ha.MasterStore) {
 		b.haServer = ha.NewServer(st, ha.ServerConfig{
 			ListenAddr:           net.JoinHostPort("", strconv.Itoa(port)),
 			SegmentSize:          int64(c.MappedFileSizeCommitLog),
-			HeartbeatInterval:    time.Duration(c.HaSendHeartbeatInterval) * time.Millisecond,
-			HousekeepingInterval: time.Duration(c.HaHousekeepingInterval) * time.Millisecond,
+			HeartbeatInterval:    c.HaSendHeartbeatInterval,
+			HousekeepingInterval: c.HaHousekeepingInterval,
 			TransferBatchSize:    c.HaTransferBatchSize,
 			SlaveFallbehindMax:   c.HaSlaveFallbehindMax,
 			TLS:                  b.tlsServer.RemotingTLS(),
@@ -57,14 +57,14 @@ func (b *Broker) setupHA(c *config.Config, st ha.MasterStore) {
 		}
 		b.haClient = ha.NewClient(ss, ha.ClientConfig{
 			MasterAddr:           c.HaMasterAddress,
-			HeartbeatInterval:    time.Duration(c.HaSendHeartbeatInterval) * time.Millisecond,
-			HousekeepingInterval: time.Duration(c.HaHousekeepingInterval) * time.Millisecond,
+			HeartbeatInterval:    c.HaSendHeartbeatInterval,
+			HousekeepingInterval: c.HaHousekeepingInterval,
 			TLS:                  b.tlsClient.Config(),
 			Logger:               log,
 		})
 		b.haSync = ha.NewSynchronizer(b.nsClient, metadataApplier{b}, ha.SyncConfig{
-			Interval:     time.Duration(c.SlaveSynchronizeInterval) * time.Millisecond,
-			InitialDelay: min(3*time.Second, time.Duration(c.SlaveSynchronizeInterval)*time.Millisecond),
+			Interval:     c.SlaveSynchronizeInterval,
+			InitialDelay: min(3*time.Second, c.SlaveSynchronizeInterval),
 			SelfAddr:     c.BrokerAddr(),
 			VIPChannel:   !b.opts.NoFastChannel,
 			Logger:       log,
@@ -183,12 +183,12 @@ func (b *Broker) waitSlave(ctx context.Context, end int64, resp *remoting.Comman
 	}
 }
 
-func (b *Broker) handleGetAllDelayOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleGetAllDelayOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	resp := req.NewResponse(remoting.Success, "")
 	if b.sched != nil {
 		resp.Body = b.sched.Encode()
 	}
-	return resp
+	return resp, nil
 }
 
 // metadataApplier applies a master's metadata to a slave (4.9.7's SlaveSynchronize):

@@ -22,7 +22,7 @@ func startSlave(t *testing.T, master *testBroker, mutate func(*config.Config)) *
 	s := startBroker(t, "", func(c *config.Config) {
 		c.BrokerRole, c.BrokerID = config.Slave, 1
 		c.HaMasterAddress = master.HAAddr()
-		c.SlaveSynchronizeInterval = 100
+		c.SlaveSynchronizeInterval = 100 * time.Millisecond
 		c.SlaveReadEnable = true
 		if mutate != nil {
 			mutate(c)
@@ -57,7 +57,7 @@ func TestMasterSlaveReplication(t *testing.T) {
 	if s.HAAddr() != "" {
 		t.Fatal("a slave runs an HA server")
 	}
-	waitFor(t, func() bool { return s.store.MaxOffset("HA1", 0) == 3 && s.store.MaxOffset("HA1", 1) == 3 })
+	waitFor(t, func() bool { return s.store.MaxOffsetInQueue("HA1", 0) == 3 && s.store.MaxOffsetInQueue("HA1", 1) == 3 })
 	waitFor(t, func() bool {
 		_, ok := s.topics.Get("HA1")
 		g, gok := s.groups.Get("g1")
@@ -70,7 +70,7 @@ func TestMasterSlaveReplication(t *testing.T) {
 	if resp := m.sendV2("HA1", 0, "t", "late"); resp.Code != remoting.Success {
 		t.Fatalf("send: %v", resp)
 	}
-	waitFor(t, func() bool { return s.store.MaxOffset("HA1", 0) == 4 })
+	waitFor(t, func() bool { return s.store.MaxOffsetInQueue("HA1", 0) == 4 })
 
 	if resp := s.sendV2("HA1", 0, "t", "to-slave"); resp.Code != remoting.ServiceNotAvailable {
 		t.Fatalf("send to the slave: %v", resp)
@@ -102,7 +102,7 @@ func TestSyncMasterWithoutSlave(t *testing.T) {
 	if resp.Code != remoting.SlaveNotAvailable || resp.Field("queueOffset") != "0" || resp.Field("msgId") == "" {
 		t.Fatalf("send without slave: %v", resp)
 	}
-	waitFor(t, func() bool { return m.store.MaxOffset("HA2", 0) == 1 })
+	waitFor(t, func() bool { return m.store.MaxOffsetInQueue("HA2", 0) == 1 })
 
 	props, _ := message.EncodeProperties(map[string]string{message.PropertyWaitStoreMsgOK: "false"})
 	resp = m.invoke(remoting.SendMessageV2, map[string]string{
@@ -136,14 +136,14 @@ func TestSlaveResumesAfterRestart(t *testing.T) {
 		c.BrokerRole, c.BrokerID, c.HaMasterAddress, c.SlaveReadEnable = config.Slave, 1, m.HAAddr(), true
 	}
 	s := startBroker(t, dir, slaveConf)
-	waitFor(t, func() bool { return s.store.MaxOffset("HA3", 0) == 1 })
+	waitFor(t, func() bool { return s.store.MaxOffsetInQueue("HA3", 0) == 1 })
 	s.stop()
 
 	send("b")
 	send("c")
 	s = startBroker(t, dir, slaveConf)
-	waitFor(t, func() bool { return s.store.MaxOffset("HA3", 0) == 3 })
-	if got, want := s.store.MaxPhyOffset(), m.store.MaxPhyOffset(); got != want {
+	waitFor(t, func() bool { return s.store.MaxOffsetInQueue("HA3", 0) == 3 })
+	if got, want := s.store.CommitLogMaxOffset(), m.store.CommitLogMaxOffset(); got != want {
 		t.Fatalf("slave commitlog ends at %d, master's at %d", got, want)
 	}
 }

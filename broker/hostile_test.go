@@ -134,7 +134,7 @@ func TestHostileNames(t *testing.T) {
 	if resp := tb.sendV2("Kept", 0, "", "after"); resp.Code != remoting.Success {
 		t.Fatalf("send after the hostile requests: %v", resp)
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("Kept", 0) == 2 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("Kept", 0) == 2 })
 	resp := tb.invoke(remoting.PullMessage, pullFields("g", "Kept", 0, 0, pullSubscription, "*"), nil)
 	if resp.Code != remoting.Success {
 		t.Fatalf("pull after the hostile requests: %v", resp)

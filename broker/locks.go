@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/openrmq/rocketmq-operator/broker/lock"
@@ -10,32 +11,30 @@ import (
 )
 
 // handleLockBatch serves LOCK_BATCH_MQ: orderly consumers lock the queues they own.
-func (b *Broker) handleLockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleLockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var body lock.LockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
-		return req.NewResponse(remoting.SystemError, "lock batch body: "+err.Error())
+		return nil, fmt.Errorf("lock batch body: %w", err)
 	}
 	if err := checkBodyNames(queueTopics(body.MQSet), []string{body.ConsumerGroup}); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	b.lockConns.add(conn, body.ConsumerGroup, body.ClientID)
 	locked := b.locks.LockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(lock.LockBatchResponseBody{LockOKMQSet: locked})
-	return resp
+	return withBody(req, protocol.MustEncode(lock.LockBatchResponseBody{LockOKMQSet: locked})), nil
 }
 
 // handleUnlockBatch serves UNLOCK_BATCH_MQ.
-func (b *Broker) handleUnlockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleUnlockBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var body lock.UnlockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
-		return req.NewResponse(remoting.SystemError, "unlock batch body: "+err.Error())
+		return nil, fmt.Errorf("unlock batch body: %w", err)
 	}
 	if err := checkBodyNames(queueTopics(body.MQSet), []string{body.ConsumerGroup}); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	b.locks.UnlockBatch(body.ConsumerGroup, body.MQSet, body.ClientID)
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 // releaseConnLocks drops the queue locks taken over conn, which closed, unless the same

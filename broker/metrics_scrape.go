@@ -11,6 +11,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/broker/retry"
+	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/metrics"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
@@ -51,17 +52,14 @@ type queueAt struct {
 
 // storeTime is the store time of the message at off in the queue, from the last scrape
 // when it was looked up then.
-func (st *lagState) storeTime(s MessageStore, topic string, qid int32, off int64) int64 {
+func (st *lagState) storeTime(s *store.Store, topic string, qid int32, off int64) int64 {
 	k := queueAt{topic, qid, off}
 	if ts, ok := st.storeTimes[k]; ok {
 		return ts
 	}
 	ts, ok := st.prevTimes[k]
 	if !ok {
-		var err error
-		if ts, err = s.StoreTime(topic, qid, off); err != nil {
-			ts = 0
-		}
+		ts = max(s.MessageStoreTime(topic, qid, off), 0)
 	}
 	if ts > 0 {
 		st.storeTimes[k] = ts
@@ -119,7 +117,7 @@ func (m *brokerMetrics) computeLag() {
 		}
 		row := lagRow{topic: topic, group: group, retry: isRetryTopic(topic), system: b.isSystemTopic(topic) || isSystemGroup(group)}
 		for q := range queues {
-			maxOff := b.store.MaxOffset(topic, q)
+			maxOff := b.store.MaxOffsetInQueue(topic, q)
 			off := int64(-1)
 			for _, c := range run { // a handful of queues: a scan beats a map
 				if c.QueueID == q {
@@ -128,7 +126,7 @@ func (m *brokerMetrics) computeLag() {
 				}
 			}
 			if off < 0 {
-				off = b.store.MinOffset(topic, q)
+				off = b.store.MinOffsetInQueue(topic, q)
 			}
 			if maxOff <= off {
 				continue
@@ -136,7 +134,7 @@ func (m *brokerMetrics) computeLag() {
 			ts := st.storeTime(b.store, topic, q, off)
 			if ts <= 0 {
 				// Gone to retention: what is left starts at the queue's first message.
-				if minOff := b.store.MinOffset(topic, q); minOff > off {
+				if minOff := b.store.MinOffsetInQueue(topic, q); minOff > off {
 					off = minOff
 					ts = st.storeTime(b.store, topic, q, off)
 				}
@@ -250,7 +248,7 @@ func (m *brokerMetrics) dlqDepth(e *metrics.Emitter) {
 		}
 		var n int64
 		for q := range int32(max(tc.ReadQueueNums, tc.WriteQueueNums)) {
-			n += max(b.store.MaxOffset(topic, q)-b.store.MinOffset(topic, q), 0)
+			n += max(b.store.MaxOffsetInQueue(topic, q)-b.store.MinOffsetInQueue(topic, q), 0)
 		}
 		e.Emit(float64(n), g)
 	}
@@ -322,30 +320,24 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	cfg := b.cfg.Get()
 
-	if sa, ok := b.store.(storeAdapter); ok {
-		s := sa.s
-		st := s.Stats()
-		emit(descCommitLogSize, float64(int64(st.CommitLogSegments)*int64(cfg.MappedFileSizeCommitLog)))
-		emit(descCommitLogMin, float64(st.CommitLogMinOffset))
-		emit(descCommitLogMax, float64(st.CommitLogMaxOffset))
-		emit(descFlushBehind, float64(max(st.CommitLogMaxOffset-st.FlushedOffset, 0)))
-		emit(descDispatchBehind, float64(max(st.CommitLogMaxOffset-st.DispatchedOffset, 0)))
-		emit(descConsumeQueues, float64(st.ConsumeQueues))
-		emit(descIndexFiles, float64(st.IndexFiles))
-		emit(descIndexEntries, float64(st.IndexEntries))
-		if ratio, err := s.DiskUsedRatio(); err == nil {
-			emit(descDiskRatio, ratio)
-		}
-		if used, err := fsUsedBytes(cfg.StorePathRootDir); err == nil {
-			emit(descStorageSize, float64(used))
-		}
-		if ts := s.EarliestStoreTime(); ts > 0 {
-			emit(descReserveTime, float64(max(time.Now().UnixMilli()-ts, 0)))
-		}
-	} else {
-		emit(descCommitLogMin, float64(b.store.MinPhyOffset()))
-		emit(descCommitLogMax, float64(b.store.MaxPhyOffset()))
-		emit(descDispatchBehind, float64(b.store.DispatchBehind()))
+	s := b.store
+	st := s.Stats()
+	emit(descCommitLogSize, float64(int64(st.CommitLogSegments)*int64(cfg.MappedFileSizeCommitLog)))
+	emit(descCommitLogMin, float64(st.CommitLogMinOffset))
+	emit(descCommitLogMax, float64(st.CommitLogMaxOffset))
+	emit(descFlushBehind, float64(max(st.CommitLogMaxOffset-st.FlushedOffset, 0)))
+	emit(descDispatchBehind, float64(max(st.CommitLogMaxOffset-st.DispatchedOffset, 0)))
+	emit(descConsumeQueues, float64(st.ConsumeQueues))
+	emit(descIndexFiles, float64(st.IndexFiles))
+	emit(descIndexEntries, float64(st.IndexEntries))
+	if ratio, err := s.DiskUsedRatio(); err == nil {
+		emit(descDiskRatio, ratio)
+	}
+	if used, err := fsUsedBytes(cfg.StorePathRootDir); err == nil {
+		emit(descStorageSize, float64(used))
+	}
+	if ts := s.EarliestStoreTime(); ts > 0 {
+		emit(descReserveTime, float64(max(time.Now().UnixMilli()-ts, 0)))
 	}
 	emit(descDiskMaxRatio, float64(cfg.DiskMaxUsedSpaceRatio)/100)
 
@@ -386,7 +378,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	if hs := b.haServer; hs != nil {
 		slaves := hs.Slaves()
 		emit(descSlavesConnected, float64(len(slaves)))
-		tail := b.store.MaxPhyOffset()
+		tail := b.store.CommitLogMaxOffset()
 		for _, sl := range slaves {
 			lag := tail
 			if sl.AckOffset >= 0 {

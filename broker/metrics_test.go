@@ -116,7 +116,7 @@ func TestMetricsCountSendsPullsAndLag(t *testing.T) {
 			t.Fatalf("send: %v", resp)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("MT", 0)+tb.store.MaxOffset("MT", 1) == sends })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("MT", 0)+tb.store.MaxOffsetInQueue("MT", 1) == sends })
 	resp := tb.invoke(remoting.PullMessage, pullFields("mg", "MT", 0, 0, pullSubscription, "*"), nil)
 	if resp.Code != remoting.Success {
 		t.Fatalf("pull: %v", resp)
@@ -141,8 +141,8 @@ func TestMetricsCountSendsPullsAndLag(t *testing.T) {
 	if lat, ok := metricValue(mfs, "rocketmq_consumer_lag_latency", map[string]string{"topic": "MT", "consumer_group": "mg"}); !ok || lat < 0 {
 		t.Errorf("lag latency %v %v", lat, ok)
 	}
-	if maxOff, _ := metricValue(mfs, "rocketmq_storage_commitlog_max_offset", nil); maxOff != float64(tb.store.MaxPhyOffset()) {
-		t.Errorf("commitlog max offset %v, store %d", maxOff, tb.store.MaxPhyOffset())
+	if maxOff, _ := metricValue(mfs, "rocketmq_storage_commitlog_max_offset", nil); maxOff != float64(tb.store.CommitLogMaxOffset()) {
+		t.Errorf("commitlog max offset %v, store %d", maxOff, tb.store.CommitLogMaxOffset())
 	}
 	for _, name := range []string{"rocketmq_storage_disk_used_ratio", "rocketmq_storage_flush_behind_bytes", "rocketmq_storage_dispatch_behind_bytes",
 		"rocketmq_storage_consume_queues", "rocketmq_storage_index_entries", "rocketmq_pull_requests_held", "rocketmq_remoting_connections",
@@ -241,8 +241,8 @@ func TestMetricsHA(t *testing.T) {
 	})
 	mfs := parseMetrics(t, scrapeText(t, s.MetricsAddr()))
 	wantMetric(t, mfs, "rocketmq_ha_master_connected", map[string]string{"master_addr": m.HAAddr(), "broker_id": "1"}, 1)
-	if off, _ := metricValue(mfs, "rocketmq_ha_slave_reported_offset", nil); off != float64(m.store.MaxPhyOffset()) {
-		t.Errorf("slave reported %v, master at %d", off, m.store.MaxPhyOffset())
+	if off, _ := metricValue(mfs, "rocketmq_ha_slave_reported_offset", nil); off != float64(m.store.CommitLogMaxOffset()) {
+		t.Errorf("slave reported %v, master at %d", off, m.store.CommitLogMaxOffset())
 	}
 }
 

@@ -18,8 +18,9 @@ var (
 
 // beforeHandle is the remoting server's BeforeHandle: names first, then ACL.
 func (b *Broker) beforeHandle(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if resp := checkNames(req); resp != nil {
-		return resp
+	if err := checkNames(req); err != nil {
+		// Ahead of the handler, so not through ErrHandlerFunc: the same answer.
+		return req.NewResponse(remoting.SystemError, err.Error())
 	}
 	if b.acl != nil {
 		return b.checkACL(conn, req)
@@ -27,21 +28,18 @@ func (b *Broker) beforeHandle(conn *remoting.Conn, req *remoting.Command) *remot
 	return nil
 }
 
-// checkNames answers SYSTEM_ERROR with Java's remark when a topic or group field holds
-// an illegal name.
-func checkNames(req *remoting.Command) *remoting.Command {
+// checkNames returns Java's refusal of the first topic or group field that holds an
+// illegal name; beforeHandle answers it with SYSTEM_ERROR.
+func checkNames(req *remoting.Command) error {
 	switch req.Code {
 	case remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
 		remoting.SendReplyMessage, remoting.SendReplyMessageV2:
 		return nil
 	}
 	if err := checkFields(req, topicFields, names.Topic); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return err
 	}
-	if err := checkFields(req, groupFields, names.Group); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
-	}
-	return nil
+	return checkFields(req, groupFields, names.Group)
 }
 
 func checkFields(req *remoting.Command, fields []string, check func(string) error) error {

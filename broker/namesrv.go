@@ -140,7 +140,7 @@ func (b *Broker) registerWith(addr string) (err error) {
 		HaServerAddr: b.haServerAddr(c), BrokerID: c.BrokerID,
 		BodyCrc32: int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.RegisterBrokerTimeoutMills)*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), c.RegisterBrokerTimeout)
 	defer cancel()
 	conn, err := b.nsClient.Conn(ctx, addr)
 	if err != nil {
@@ -254,7 +254,7 @@ func (b *Broker) Ready() error {
 }
 
 // unregisterAll tells every name server the broker is leaving.
-func (b *Broker) unregisterAll() {
+func (b *Broker) unregisterAll(ctx context.Context) {
 	c := b.cfg.Get()
 	hdr := protocol.UnregisterBrokerRequestHeader{
 		BrokerName: c.BrokerName, BrokerAddr: c.BrokerAddr(), ClusterName: c.BrokerClusterName, BrokerID: c.BrokerID,
@@ -264,7 +264,7 @@ func (b *Broker) unregisterAll() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
 			req := remoting.NewRequest(remoting.UnregisterBroker, remoting.EncodeHeader(&hdr), nil)
 			if _, err := b.nsClient.Invoke(ctx, addr, req); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/config"
+	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
@@ -59,22 +60,19 @@ func (b *Broker) putOffsetMovedEvent(ev *offsetMovedEvent) error {
 	}
 	m := &message.Message{Topic: protocol.OffsetMovedEventTopic, Body: body, Properties: props,
 		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost}
-	if _, err := b.store.PutMessages([]*message.Message{m}); err != nil {
-		return err
-	}
-	b.notifyHA()
-	return nil
+	_, err = b.puts.put(putInternal, m)
+	return err
 }
 
 // correctionWithheld reports whether a read's next offset is a correction the store made
 // for an offset its queue does not hold. 4.9.7 (nextOffsetCorrection) applies those only
 // on a master or with offsetCheckInSlave; otherwise the reader keeps its own offset.
-func correctionWithheld(s GetStatus, c config.Config) bool {
+func correctionWithheld(s store.GetStatus, c config.Config) bool {
 	if c.BrokerRole != config.Slave || c.OffsetCheckInSlave {
 		return false
 	}
 	switch s {
-	case NoMessageInQueue, OffsetTooSmall, OffsetOverflowOne, OffsetOverflowBadly, NoMatchedLogicQueue, OffsetFoundNull:
+	case store.NoMessageInQueue, store.OffsetTooSmall, store.OffsetOverflowOne, store.OffsetOverflowBadly, store.NoMatchedLogicQueue, store.OffsetFoundNull:
 		return true
 	}
 	return false

@@ -20,7 +20,7 @@ func TestOffsetMovedEvent(t *testing.T) {
 			t.Fatalf("send: %v", resp)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("OM1", 0) == 2 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("OM1", 0) == 2 })
 
 	resp := tb.invoke(remoting.PullMessage, pullFields("om-group", "OM1", 0, 9, pullSubscription, "*"), nil)
 	// 4.9.7 sends a reader beyond the end back to the minimum while that is 0.
@@ -28,7 +28,7 @@ func TestOffsetMovedEvent(t *testing.T) {
 		t.Fatalf("pull beyond the end: %v %v", resp, resp.ExtFields)
 	}
 
-	waitFor(t, func() bool { return tb.store.MaxOffset(protocol.OffsetMovedEventTopic, 0) == 1 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue(protocol.OffsetMovedEventTopic, 0) == 1 })
 	resp = tb.invoke(remoting.PullMessage, pullFields("om-reader", protocol.OffsetMovedEventTopic, 0, 0, pullSubscription, "om-group"), nil)
 	if resp.Code != remoting.Success {
 		t.Fatalf("pull the event: %v", resp)
@@ -51,7 +51,7 @@ func TestOffsetMovedEvent(t *testing.T) {
 	if resp := tb.invoke(remoting.PullMessage, pullFields("om-group", "OM1", 0, 2, pullSubscription, "*"), nil); resp.Code != remoting.PullNotFound {
 		t.Fatalf("pull at the end: %v", resp)
 	}
-	if n := tb.store.MaxOffset(protocol.OffsetMovedEventTopic, 0); n != 1 {
+	if n := tb.store.MaxOffsetInQueue(protocol.OffsetMovedEventTopic, 0); n != 1 {
 		t.Fatalf("%d offset moved events, want 1", n)
 	}
 }
@@ -74,7 +74,7 @@ func TestOffsetMovedOnSlave(t *testing.T) {
 	if resp.Code != remoting.PullOffsetMoved || resp.Field("nextBeginOffset") != "0" {
 		t.Fatalf("pull beyond the end on a slave with offsetCheckInSlave: %v %v", resp, resp.ExtFields)
 	}
-	if n := s.store.MaxPhyOffset(); n != 0 {
+	if n := s.store.CommitLogMaxOffset(); n != 0 {
 		t.Fatalf("the slave wrote %d bytes to its own commitlog", n)
 	}
 }

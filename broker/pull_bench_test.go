@@ -26,6 +26,39 @@ func benchBroker(b *testing.B, n int, crc bool) (*Broker, *remoting.Client, stri
 // benchBrokerWith is benchBroker with mutate applied to the config first.
 func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker, *remoting.Client, string) {
 	b.Helper()
+	br, cl, addr := startBenchBroker(b, mutate, nil)
+	body := make([]byte, 1024)
+	msgs := make([]*message.Message, 0, 32)
+	for i := 0; i < n; i += len(msgs) {
+		msgs = msgs[:0]
+		for j := i; j < min(n, i+32); j++ {
+			msgs = append(msgs, &message.Message{Topic: "PB", Body: body, BornTimestamp: time.Now().UnixMilli(),
+				BornHost: netip.MustParseAddrPort("127.0.0.1:1")})
+		}
+		if _, err := br.store.PutMessages(msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for br.store.MaxOffsetInQueue("PB", 0) < int64(n) {
+		if time.Now().After(deadline) {
+			b.Fatal("messages not dispatched")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tc := protocol.NewTopicConfig("PB")
+	tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
+	if err := br.topics.Put(*tc); err != nil {
+		b.Fatal(err)
+	}
+	return br, cl, addr
+}
+
+// startBenchBroker starts a broker on a free loopback port with a 64 MiB-segment store
+// in a temp dir, and a client for it; mutate adjusts the config, beforeStart (when set)
+// runs between New and Start. The cleanup stops both.
+func startBenchBroker(b *testing.B, mutate func(*config.Config), beforeStart func(*Broker)) (*Broker, *remoting.Client, string) {
+	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -43,6 +76,9 @@ func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker,
 	if err != nil {
 		b.Fatal(err)
 	}
+	if beforeStart != nil {
+		beforeStart(br)
+	}
 	if err := br.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -53,30 +89,6 @@ func benchBrokerWith(b *testing.B, n int, mutate func(*config.Config)) (*Broker,
 		defer cancel()
 		br.Shutdown(ctx)
 	})
-	body := make([]byte, 1024)
-	msgs := make([]*message.Message, 0, 32)
-	for i := 0; i < n; i += len(msgs) {
-		msgs = msgs[:0]
-		for j := i; j < min(n, i+32); j++ {
-			msgs = append(msgs, &message.Message{Topic: "PB", Body: body, BornTimestamp: time.Now().UnixMilli(),
-				BornHost: netip.MustParseAddrPort("127.0.0.1:1")})
-		}
-		if _, err := br.store.PutMessages(msgs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for br.store.MaxOffset("PB", 0) < int64(n) {
-		if time.Now().After(deadline) {
-			b.Fatal("messages not dispatched")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	tc := protocol.NewTopicConfig("PB")
-	tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
-	if err := br.topics.Put(*tc); err != nil {
-		b.Fatal(err)
-	}
 	return br, cl, c.BrokerAddr()
 }
 
@@ -107,9 +119,9 @@ func benchPullHandler(b *testing.B, crc bool) {
 	defer reportCPU(b)()
 	for b.Loop() {
 		req := remoting.NewRequest(remoting.PullMessage, pullBenchFields(off), nil)
-		resp := br.pull(nil, req, false)
-		if resp.Code != remoting.Success || resp.BodyLen() < 32*1024 {
-			b.Fatalf("pull: %v", resp)
+		resp, err := br.pull(nil, req, false)
+		if err != nil || resp.Code != remoting.Success || resp.BodyLen() < 32*1024 {
+			b.Fatalf("pull: %v, %v", resp, err)
 		}
 		resp.Discard()
 		if off += 32; off >= n {

@@ -15,7 +15,7 @@ import (
 // pulls send the mapped records themselves and release them once written or dropped.
 func waitReadersReleased(t *testing.T, tb *testBroker) {
 	t.Helper()
-	s := tb.store.(storeAdapter).s
+	s := tb.store
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		refs := s.CommitLogReaders()
@@ -35,7 +35,7 @@ func TestPullReleasesStoreRecords(t *testing.T) {
 	for i := range 40 {
 		tb.sendV2("ZC", 0, "a", "m"+strconv.Itoa(i))
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("ZC", 0) == 40 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("ZC", 0) == 40 })
 
 	// Written: a full batch of 32, then the rest.
 	resp := tb.invoke(remoting.PullMessage, pullFields("g", "ZC", 0, 0, pullSubscription, "*"), nil)
@@ -106,7 +106,7 @@ func TestSlavePullReleasesStoreRecords(t *testing.T) {
 		m.sendV2("ZS", 0, "t", "m"+strconv.Itoa(i))
 	}
 	s := startSlave(t, m, nil)
-	waitFor(t, func() bool { _, ok := s.topics.Get("ZS"); return ok && s.store.MaxOffset("ZS", 0) == 5 })
+	waitFor(t, func() bool { _, ok := s.topics.Get("ZS"); return ok && s.store.MaxOffsetInQueue("ZS", 0) == 5 })
 	resp := s.invoke(remoting.PullMessage, pullFields("g", "ZS", 0, 0, pullSubscription, "*"), nil)
 	if msgs := decodeAll(t, resp.Body); resp.Code != remoting.Success || len(msgs) != 5 || string(msgs[4].Body) != "m4" {
 		t.Fatalf("pull from the slave: %v", resp)

@@ -49,14 +49,14 @@ type sqlFilterData struct {
 
 // handleQueryConsumeQueue serves QUERY_CONSUME_QUEUE (mqadmin queryCq): raw consume-queue
 // entries from an index, with the group's subscription when one is named.
-func (b *Broker) handleQueryConsumeQueue(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleQueryConsumeQueue(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h queryConsumeQueueHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	entries, minOff, maxOff, ok := b.store.ConsumeQueueEntries(h.Topic, h.QueueID, h.Index, max(h.Count, 0))
 	if !ok {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("%d@%s is not exist!", h.QueueID, h.Topic))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("%d@%s is not exist!", h.QueueID, h.Topic)), nil
 	}
 	body := queryConsumeQueueBody{MaxQueueIndex: maxOff, MinQueueIndex: minOff}
 	if h.ConsumerGroup != "" {
@@ -76,31 +76,31 @@ func (b *Broker) handleQueryConsumeQueue(ctx context.Context, conn *remoting.Con
 		// Java answers SUCCESS with this remark and no entries.
 		resp := req.NewResponse(remoting.Success, fmt.Sprintf("Index %d of %d@%s is not exist!", h.Index, h.QueueID, h.Topic))
 		resp.Body, _ = json.Marshal(body)
-		return resp
+		return resp, nil
 	}
 	for _, e := range entries {
 		body.QueueData = append(body.QueueData, consumeQueueData{PhysicOffset: e.PhyOffset, PhysicSize: e.Size, TagsCode: e.TagsCode})
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body, _ = json.Marshal(body)
-	return resp
+	return resp, nil
 }
 
 // handleCleanExpiredConsumeQueue serves CLEAN_EXPIRED_CONSUMEQUEUE (mqadmin
 // cleanExpiredCQ): consume queues whose messages retention removed go.
-func (b *Broker) handleCleanExpiredConsumeQueue(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleCleanExpiredConsumeQueue(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	n := b.store.CleanExpiredConsumeQueues()
 	b.log.Info("expired consume queues cleaned", "queues", n, "by", conn.RemoteAddr())
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 // handleCleanUnusedTopic serves CLEAN_UNUSED_TOPIC (mqadmin cleanUnusedTopic): consume
 // queues of topics without a topic config go.
-func (b *Broker) handleCleanUnusedTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleCleanUnusedTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	removed := b.store.CleanUnusedTopics(func(topic string) bool {
 		_, ok := b.topics.Get(topic)
 		return ok
 	})
 	b.log.Info("unused topics cleaned", "topics", removed, "by", conn.RemoteAddr())
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }

@@ -37,7 +37,7 @@ func TestQueryConsumeQueue(t *testing.T) {
 		}
 		offsets = append(offsets, phy)
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("QCQ", 0) == 3 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("QCQ", 0) == 3 })
 
 	resp, body := tb.queryCQ("QCQ", 0, 1, 5, "")
 	if resp.Code != remoting.Success || body.MinQueueIndex != 0 || body.MaxQueueIndex != 3 || len(body.QueueData) != 2 ||
@@ -75,7 +75,9 @@ func TestCleanUnusedTopic(t *testing.T) {
 			t.Fatalf("send: %v", resp)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("USED", 0) == 1 && tb.store.MaxOffset("UNUSED", 0) == 1 })
+	waitFor(t, func() bool {
+		return tb.store.MaxOffsetInQueue("USED", 0) == 1 && tb.store.MaxOffsetInQueue("UNUSED", 0) == 1
+	})
 	// The config goes, the queues stay (as after a topic deleted while its broker was down).
 	if _, err := tb.topics.Delete("UNUSED"); err != nil {
 		t.Fatal(err)
@@ -86,10 +88,10 @@ func TestCleanUnusedTopic(t *testing.T) {
 	if _, _, _, ok := tb.store.ConsumeQueueEntries("UNUSED", 0, 0, 1); ok {
 		t.Error("UNUSED's queue is still there")
 	}
-	if tb.store.MaxOffset("USED", 0) != 1 {
+	if tb.store.MaxOffsetInQueue("USED", 0) != 1 {
 		t.Error("USED's queue is gone")
 	}
-	if resp := tb.invoke(remoting.CleanExpiredConsumeQueue, nil, nil); resp.Code != remoting.Success || tb.store.MaxOffset("USED", 0) != 1 {
+	if resp := tb.invoke(remoting.CleanExpiredConsumeQueue, nil, nil); resp.Code != remoting.Success || tb.store.MaxOffsetInQueue("USED", 0) != 1 {
 		t.Errorf("cleanExpiredCQ with every message stored: %v", resp)
 	}
 }

@@ -63,7 +63,7 @@ func TestRegistrationRetriedWithinSeconds(t *testing.T) {
 	nsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	tb := startBroker(t, "", func(c *config.Config) {
 		c.NamesrvAddr = nsAddr
-		c.RegisterNameServerPeriod = 30000
+		c.RegisterNameServerPeriod = 30 * time.Second
 	})
 	if err := tb.Ready(); err == nil {
 		t.Fatal("ready without any name server")

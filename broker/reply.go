@@ -53,28 +53,32 @@ type pushReplyHeader struct {
 // handleSendReply serves SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2 as 4.9.7's
 // ReplyMessageProcessor: the reply is pushed to the requester named by REPLY_TO_CLIENT,
 // whose push outcome is the response code, and then stored in its topic.
-func (b *Broker) handleSendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	resp := b.sendReply(ctx, conn, req)
+func (b *Broker) handleSendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+	resp, err := b.sendReply(ctx, conn, req)
+	if err != nil {
+		// Answered here rather than by ErrHandlerFunc: the fields below go on it too.
+		resp = req.NewResponse(remoting.SystemError, err.Error())
+	}
 	// Java sets these before any check, so refusals carry them too.
 	resp.SetField(message.PropertyMsgRegion, defaultRegion)
 	resp.SetField(message.PropertyTraceSwitch, "true")
-	return resp
+	return resp, nil
 }
 
-func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	h, err := decodeSendHeader(req)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	c := b.cfg.Get()
 	if resp := brokerWriteRefusal(req, c); resp != nil {
-		return resp
+		return resp, nil
 	}
 	// The push carries the queue the replier asked for; the store and the response the
 	// one picked for it.
 	requestedQueue := h.QueueID
-	if resp := b.checkSendTarget(conn, req, h); resp != nil {
-		return resp
+	if resp, err := b.checkSendTarget(conn, req, h); resp != nil || err != nil {
+		return resp, err
 	}
 	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
 	// No CLUSTER stamp, no retry, transaction or DLQ handling: Java's reply path has none.
@@ -84,7 +88,7 @@ func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoti
 	// Java leaves the size to the store and pushes first; refusing up front keeps an
 	// oversized reply off the requester's connection as well as off the disk.
 	if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
-		return resp
+		return resp, nil
 	}
 
 	resp := req.NewResponse(remoting.Success, "")
@@ -98,7 +102,7 @@ func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoti
 	if c.StoreReplyMessageEnable {
 		b.storeReply(c, m, h.QueueID, resp)
 	}
-	return resp
+	return resp, nil
 }
 
 func setSendResult(resp *remoting.Command, msgID string, queueID int32, queueOffset int64) {
@@ -124,7 +128,7 @@ func (b *Broker) pushReply(ctx context.Context, conn *remoting.Conn, h *sendHead
 	}
 	// Java's remark, missing space included: clients may match on it.
 	failed := "push reply message to " + requester + "fail."
-	props, err := setProperty(m.Properties, propertyPushReplyTime, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	props, err := message.SetProperty(m.Properties, propertyPushReplyTime, strconv.FormatInt(time.Now().UnixMilli(), 10))
 	if err != nil {
 		b.log.Warn("cannot push a reply message", "requester", requester, "err", err)
 		return failed
@@ -156,36 +160,24 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 	if c.BrokerRole == config.Slave {
 		return // a slave's store takes the master's records only
 	}
-	if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
+	if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
 		b.log.Warn("cannot store a reply message", "topic", m.Topic, "err", err)
 		return
 	}
-	res, durable, err := b.store.AppendMessages([]*message.Message{m})
+	res, durable, err := b.puts.append([]*message.Message{m}, putSend)
 	if err != nil {
 		b.log.Warn("cannot store a reply message", "topic", m.Topic, "err", err)
 		return
 	}
-	b.notifyHA()
-	b.stats.topicPut(m.Topic, res.MsgCount, res.Size)
 	// Java's putMessage waits for the flush and a SYNC_MASTER's slave; their timeouts
 	// still count as stored.
 	durable()
 	if b.syncMasterWait(c, m.Properties) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(c.SlaveTimeout)*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), c.SlaveTimeout)
 		_ = b.haServer.WaitForSlave(ctx, res.PhysicalOffset+int64(res.Size))
 		cancel()
 	}
 	setSendResult(resp, res.MsgID(), queueID, res.QueueOffset)
-}
-
-// setProperty sets key in an encoded properties string, keeping the other pairs as sent.
-func setProperty(props, key, value string) (string, error) {
-	if _, ok := message.LookupProperty([]byte(props), key); !ok {
-		return addProperty(props, key, value), nil
-	}
-	m := message.DecodeProperties(props)
-	m[key] = value
-	return message.EncodeProperties(m)
 }
 
 // javaHostString is how Java writes a socket address in the push header: the bare IP,

@@ -152,7 +152,7 @@ func TestReplyPushedToRequesterAndStored(t *testing.T) {
 	}
 
 	// The stored replies: the properties as sent (no push time, no CLUSTER stamp).
-	waitFor(t, func() bool { return tb.store.MaxOffset(topic, 0) == 2 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue(topic, 0) == 2 })
 	pulled := tb.invoke(remoting.PullMessage, pullFields("reply-reader", topic, 0, 0, pullSubscription, "*"), nil)
 	msgs := decodeAll(t, pulled.Body)
 	if len(msgs) != 2 {
@@ -196,7 +196,7 @@ func TestReplyToUnknownRequester(t *testing.T) {
 	if string(refuser.next(t).Body) != "refused" {
 		t.Fatal("refused push had the wrong body")
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset(topic, 0) == 3 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue(topic, 0) == 3 })
 
 	// A requester that has gone is not found either.
 	requester.cl.Close()
@@ -229,7 +229,7 @@ func TestReplyValidatedAsSends(t *testing.T) {
 		}
 	}
 	requester.nothingPushed(t)
-	if n := tb.store.MaxOffset(topic, 0); n != 0 {
+	if n := tb.store.MaxOffsetInQueue(topic, 0); n != 0 {
 		t.Fatalf("refused replies stored: %d", n)
 	}
 }

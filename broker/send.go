@@ -69,6 +69,10 @@ func decodeSendHeader(req *remoting.Command) (*sendHeader, error) {
 	return h, nil
 }
 
+// propertyCluster is Java's MessageConst.PROPERTY_CLUSTER: the cluster that stored a
+// message, stamped on what producers send.
+const propertyCluster = "CLUSTER"
+
 // Response header fields of a send.
 const (
 	fieldMsgID       = "msgId"
@@ -80,49 +84,49 @@ const (
 // notAllowedSendTopics are written by the broker only (Java's TopicValidator).
 var notAllowedSendTopics = map[string]bool{
 	protocol.ScheduleTopic: true, protocol.TransHalfTopic: true, protocol.TransOpHalfTopic: true,
-	"CHECKPOINT_TOPIC_XXXX": true,
+	protocol.CheckpointTopic: true,
 }
 
-func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	h, err := decodeSendHeader(req)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	c := b.cfg.Get()
 	if resp := brokerWriteRefusal(req, c); resp != nil {
-		return resp
+		return resp, nil
 	}
 	if c.BrokerRole == config.Slave {
 		// 4.9.7's store refuses puts on a slave (PutMessageStatus.SERVICE_NOT_AVAILABLE).
-		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master")
+		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master"), nil
 	}
-	if resp := b.checkSendTarget(conn, req, h); resp != nil {
-		return resp
+	if resp, err := b.checkSendTarget(conn, req, h); resp != nil || err != nil {
+		return resp, err
 	}
 	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
 
 	var msgs []*message.Message
 	if req.Code == remoting.SendBatchMessage {
 		if strings.HasPrefix(h.Topic, protocol.RetryGroupTopicPrefix) {
-			return req.NewResponse(remoting.MessageIllegal, "batch request does not support retry group "+h.Topic)
+			return req.NewResponse(remoting.MessageIllegal, "batch request does not support retry group "+h.Topic), nil
 		}
 		items, err := message.DecodeBatch(req.Body)
 		if err != nil {
-			return req.NewResponse(remoting.MessageIllegal, err.Error())
+			return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 		}
 		if len(items) == 0 {
-			return req.NewResponse(remoting.MessageIllegal, "empty batch")
+			return req.NewResponse(remoting.MessageIllegal, "empty batch"), nil
 		}
 		for _, it := range items {
 			m := &message.Message{Topic: h.Topic, QueueID: h.QueueID, Flag: it.Flag, SysFlag: h.SysFlag,
 				Body: it.Body, Properties: it.Properties, BornTimestamp: h.BornTimestamp, BornHost: born}
 			if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
-				return resp
+				return resp, nil
 			}
 			if d := m.Property(message.PropertyDelayTimeLevel); d != "" && d != "0" {
-				return req.NewResponse(remoting.MessageIllegal, "batch messages do not support delay levels")
+				return req.NewResponse(remoting.MessageIllegal, "batch messages do not support delay levels"), nil
 			}
-			m.Properties = addProperty(m.Properties, "CLUSTER", c.BrokerClusterName)
+			m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
 			msgs = append(msgs, m)
 		}
 	} else {
@@ -130,22 +134,20 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 			Body: req.Body, Properties: h.Properties, BornTimestamp: h.BornTimestamp, BornHost: born,
 			ReconsumeTimes: h.ReconsumeTimes}
 		if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
-			return resp
+			return resp, nil
 		}
-		if resp := b.redirectMessage(req, h, m); resp != nil {
-			return resp
+		if resp, err := b.redirectMessage(req, h, m); resp != nil || err != nil {
+			return resp, err
 		}
-		m.Properties = addProperty(m.Properties, "CLUSTER", c.BrokerClusterName)
+		m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
 		msgs = append(msgs, m)
 	}
 
 	putStart := b.metrics.putStart()
-	res, durable, err := b.store.AppendMessages(msgs)
+	res, durable, err := b.puts.append(msgs, putSend)
 	if err != nil {
-		return putErrorResponse(req, err)
+		return putErrorResponse(req, err), nil
 	}
-	b.notifyHA()
-	b.stats.topicPut(msgs[0].Topic, res.MsgCount, res.Size)
 	b.metrics.sent(h.Topic, sendMessageType(h.Topic, msgs[0]), res.MsgCount, res.Size)
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetField(fieldMsgID, strings.Join(res.MsgIDs, ","))
@@ -158,14 +160,14 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	if c.FlushDiskType != store.SyncFlush && !waitSlave {
 		durable() // returns at once
 		b.metrics.stored(putStart)
-		return resp
+		return resp, nil
 	}
 	// Wait for the group commit and/or the slave off the send pool, as Java 4.9's async
 	// put does: a worker held per waiting send would cap throughput at the pool size.
 	// As there, the slave's answer decides over the flush's, and the slave's time
 	// (slaveTimeout) runs from the append, alongside the flush.
 	end := res.PhysicalOffset + int64(res.Size)
-	timeout := time.Duration(c.SlaveTimeout) * time.Millisecond
+	timeout := c.SlaveTimeout // not c in the closure: c would escape, a copy per send
 	start := time.Now()
 	b.server.ReplyLater(conn, req, func() *remoting.Command {
 		if durable() == store.PutFlushDiskTimeout {
@@ -180,7 +182,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		}
 		return resp
 	})
-	return nil
+	return nil, nil
 }
 
 // brokerWriteRefusal refuses a send when brokerPermission is not writeable.
@@ -194,12 +196,12 @@ func brokerWriteRefusal(req *remoting.Command, c config.Config) *remoting.Comman
 // checkSendTarget runs Java's msgCheck on h's topic and queue: a legal, sendable topic
 // (created when the default topic allows), writeable, and a queue id in range. It picks
 // a random queue when h.QueueID < 0.
-func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *sendHeader) *remoting.Command {
+func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *sendHeader) (*remoting.Command, error) {
 	if err := names.Topic(h.Topic); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if notAllowedSendTopics[h.Topic] {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic))
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("Sending message to topic[%s] is forbidden.", h.Topic)), nil
 	}
 	tc, ok := b.topics.Get(h.Topic)
 	if !ok {
@@ -215,22 +217,22 @@ func (b *Broker) checkSendTarget(conn *remoting.Conn, req *remoting.Command, h *
 		}
 		if err != nil {
 			if errors.Is(err, metadata.ErrTopicNotExist) {
-				return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic))
+				return req.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)), nil
 			}
-			return req.NewResponse(remoting.SystemError, err.Error())
+			return nil, err
 		}
 	}
 	if !protocol.IsWriteable(tc.Perm) {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.Topic))
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", h.Topic)), nil
 	}
 	if h.QueueID >= int32(max(tc.WriteQueueNums, tc.ReadQueueNums)) {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("request queueId[%d] is illegal, %s Producer: %s",
-			h.QueueID, tc.TopicName, conn.RemoteAddr()))
+			h.QueueID, tc.TopicName, conn.RemoteAddr())), nil
 	}
 	if h.QueueID < 0 {
 		h.QueueID = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
 	}
-	return nil
+	return nil, nil
 }
 
 // checkMessage refuses what the record format or the size limit cannot take.
@@ -247,16 +249,16 @@ func (b *Broker) checkMessage(req *remoting.Command, m *message.Message, maxSize
 // redirectMessage applies what the broker does to special single messages: retries past
 // their limit go to the DLQ, transaction half messages to RMQ_SYS_TRANS_HALF_TOPIC
 // (package transaction), delayed messages to SCHEDULE_TOPIC_XXXX (package schedule).
-func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *message.Message) *remoting.Command {
+func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *message.Message) (*remoting.Command, error) {
 	c := b.cfg.Get()
 	if strings.HasPrefix(m.Topic, protocol.RetryGroupTopicPrefix) {
 		group := strings.TrimPrefix(m.Topic, protocol.RetryGroupTopicPrefix)
 		gc, ok, err := b.groups.GetOrCreate(group, c.AutoCreateSubscriptionGroup)
 		if err != nil {
-			return req.NewResponse(remoting.SystemError, err.Error())
+			return nil, err
 		}
 		if !ok {
-			return req.NewResponse(remoting.SubscriptionNotExist, "subscription group not exist, "+group)
+			return req.NewResponse(remoting.SubscriptionNotExist, "subscription group not exist, "+group), nil
 		}
 		maxTimes := int32(gc.RetryMaxTimes)
 		if h.MaxReconsumeTimes != nil && req.Version >= versionV3_4_9 {
@@ -268,53 +270,32 @@ func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *messag
 		if h.ReconsumeTimes >= maxTimes {
 			dlq := retry.DLQTopic(group)
 			if _, err := b.topics.Ensure(dlq, retry.DLQQueueNums, retry.TopicPerm, 0); err != nil {
-				return req.NewResponse(remoting.SystemError, err.Error())
+				return nil, err
 			}
 			b.metrics.toDLQ(group, m, m.Topic)
 			m.Topic, m.QueueID = dlq, 0
 			// Dead now, not later: the DELAY the client set for the next retry goes
 			// (Java's setDelayTimeLevel(0)), or the message would be scheduled instead.
-			if _, ok := message.LookupProperty([]byte(m.Properties), message.PropertyDelayTimeLevel); ok {
-				props := message.DecodeProperties(m.Properties)
-				delete(props, message.PropertyDelayTimeLevel)
-				p, err := message.EncodeProperties(props)
-				if err != nil {
-					return req.NewResponse(remoting.MessageIllegal, err.Error())
-				}
-				m.Properties = p
+			p, err := message.DeleteProperty(m.Properties, message.PropertyDelayTimeLevel)
+			if err != nil {
+				return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 			}
+			m.Properties = p
 		}
 	}
 	if transaction.IsPrepared(m) {
 		if c.RejectTransactionMessage {
-			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending transaction message is forbidden", c.BrokerIP1))
+			return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending transaction message is forbidden", c.BrokerIP1)), nil
 		}
 		if err := transaction.ToHalf(m); err != nil {
-			return req.NewResponse(remoting.MessageIllegal, err.Error())
+			return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 		}
-		return nil
+		return nil, nil
 	}
-	if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
-		return req.NewResponse(remoting.MessageIllegal, err.Error())
+	if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
+		return req.NewResponse(remoting.MessageIllegal, err.Error()), nil
 	}
-	return nil
-}
-
-// maxDelayLevel is the number of configured delay levels.
-func (b *Broker) maxDelayLevel() int {
-	levels, _ := store.ParseDelayLevels(b.cfg.Get().MessageDelayLevel)
-	return len(levels)
-}
-
-// addProperty appends key=value unless key is already present.
-func addProperty(props, key, value string) string {
-	if _, ok := message.LookupProperty([]byte(props), key); ok || value == "" {
-		return props
-	}
-	if props != "" && !strings.HasSuffix(props, "\x02") {
-		props += "\x02"
-	}
-	return props + key + "\x01" + value + "\x02"
+	return nil, nil
 }
 
 func putErrorResponse(req *remoting.Command, err error) *remoting.Command {

@@ -59,3 +59,49 @@ func BenchmarkSendRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSendHandler runs the send handler for 1 KiB messages with a tag and a key,
+// without the network: what a send costs the broker from the decoded request to the
+// response it hands its connection, the commitlog append included (ASYNC_FLUSH, so the
+// response is ready at once). One sender; docs/benchmarks.md has the figures.
+func BenchmarkSendHandler(b *testing.B) {
+	br, conn := sendBenchBroker(b)
+	body := make([]byte, 1024)
+	props, _ := message.EncodeProperties(map[string]string{message.PropertyTags: "t", message.PropertyKeys: "k", "WAIT": "true"})
+	req := sendBenchRequest(body, props)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetBytes(1024)
+	defer reportCPU(b)()
+	for b.Loop() {
+		if resp, err := br.handleSend(ctx, conn, req); err != nil || resp == nil || resp.Code != remoting.Success {
+			b.Fatalf("send: %v, %v", resp, err)
+		}
+	}
+}
+
+// sendBenchBroker starts a broker with topic SB (8 queues) and returns it with a server
+// side connection from a client of it, for handlers called directly.
+func sendBenchBroker(b *testing.B) (*Broker, *remoting.Conn) {
+	b.Helper()
+	const captureCode = 30999 // no RocketMQ request code
+	conns := make(chan *remoting.Conn, 1)
+	br, cl, addr := startBenchBroker(b, nil, func(br *Broker) {
+		br.server.Handle(captureCode, remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+			select {
+			case conns <- conn:
+			default:
+			}
+			return req.NewResponse(remoting.Success, "")
+		}), nil)
+	})
+	tc := protocol.NewTopicConfig("SB")
+	tc.ReadQueueNums, tc.WriteQueueNums = 8, 8
+	if err := br.topics.Put(*tc); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cl.Invoke(context.Background(), addr, remoting.NewRequest(captureCode, nil, nil)); err != nil {
+		b.Fatal(err)
+	}
+	return br, <-conns
+}

@@ -55,7 +55,7 @@ func TestSendBatchAndV1(t *testing.T) {
 	if resp.Code != remoting.Success || resp.Field("queueOffset") != "3" {
 		t.Fatalf("v1 send: %v", resp)
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("B", 0) == 4 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("B", 0) == 4 })
 	pulled := tb.invoke(remoting.PullMessage, pullFields("g", "B", 0, 0, pullSubscription, "*"), nil)
 	msgs := decodeAll(t, pulled.Body)
 	if len(msgs) != 4 || string(msgs[2].Body) != "b2" || msgs[3].Property("KEYS") != "bk" || msgs[0].Property("CLUSTER") != "DefaultCluster" {
@@ -82,8 +82,8 @@ func TestDelayedMessageGoesToScheduleTopic(t *testing.T) {
 	if resp.Code != remoting.Success || resp.Field("queueId") != "0" {
 		t.Fatalf("delayed send: %v", resp)
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) == 1 })
-	if tb.store.MaxOffset("D", 0) != 0 {
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("SCHEDULE_TOPIC_XXXX", 2) == 1 })
+	if tb.store.MaxOffsetInQueue("D", 0) != 0 {
 		t.Fatal("delayed message visible in its topic at once")
 	}
 }
@@ -123,14 +123,14 @@ func TestSendBackGoesToRetryThenDLQ(t *testing.T) {
 		t.Fatalf("send back: %v", r)
 	}
 	// First retry: delay level 3, queue 2 of SCHEDULE_TOPIC_XXXX, bound for %RETRY%sbg.
-	waitFor(t, func() bool { return tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) == 1 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("SCHEDULE_TOPIC_XXXX", 2) == 1 })
 	if _, ok := tb.topics.Get("%RETRY%sbg"); !ok {
 		t.Fatal("retry topic not created")
 	}
 	if r := back(phy, "0"); r.Code != remoting.Success {
 		t.Fatalf("send back past the limit: %v", r)
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%sbg", 0) == 1 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("%DLQ%sbg", 0) == 1 })
 }
 
 func TestTransactionCommitAndRollback(t *testing.T) {
@@ -154,8 +154,8 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	}
 	q1, p1 := half("commit-me")
 	q2, p2 := half("roll-me-back")
-	waitFor(t, func() bool { return tb.store.MaxOffset("RMQ_SYS_TRANS_HALF_TOPIC", 0) == 2 })
-	if tb.store.MaxOffset("TX", 0) != 0 {
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("RMQ_SYS_TRANS_HALF_TOPIC", 0) == 2 })
+	if tb.store.MaxOffsetInQueue("TX", 0) != 0 {
 		t.Fatal("half message visible before the commit")
 	}
 	if r := end(q1, p1, message.TransactionCommitType); r.Code != remoting.Success {
@@ -164,7 +164,7 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	if r := end(q2, p2, message.TransactionRollbackType); r.Code != remoting.Success {
 		t.Fatalf("rollback: %v", r)
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("TX", 0) == 1 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("TX", 0) == 1 })
 	pulled := tb.invoke(remoting.PullMessage, pullFields("g", "TX", 0, 0, pullSubscription, "*"), nil)
 	if m := decodeAll(t, pulled.Body); len(m) != 1 || string(m[0].Body) != "commit-me" {
 		t.Fatalf("after commit and rollback: %d messages", len(m))
@@ -191,10 +191,10 @@ func TestSendToRetryTopicPastLimitGoesToDLQ(t *testing.T) {
 		}
 	}
 	send("1", "2") // below the limit: delayed, bound for %RETRY%rtg
-	waitFor(t, func() bool { return tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) == 1 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("SCHEDULE_TOPIC_XXXX", 2) == 1 })
 	send("2", "2") // reached it: dead
-	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%rtg", 0) == 1 })
-	if tb.store.MaxOffset("SCHEDULE_TOPIC_XXXX", 2) != 1 {
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("%DLQ%rtg", 0) == 1 })
+	if tb.store.MaxOffsetInQueue("SCHEDULE_TOPIC_XXXX", 2) != 1 {
 		t.Fatal("a message at the limit was scheduled for another retry")
 	}
 }
@@ -217,7 +217,7 @@ func TestSendBackHonoursGroupRetryMaxTimes(t *testing.T) {
 	if r.Code != remoting.Success {
 		t.Fatalf("send back: %v", r)
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("%DLQ%grg", 0) == 1 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("%DLQ%grg", 0) == 1 })
 }
 
 // Under SYNC_FLUSH a send is answered once its record is durable, and the wait for the
@@ -246,5 +246,5 @@ func TestSyncFlushSendsShareGroupCommits(t *testing.T) {
 			t.Fatalf("send answered %d, want SUCCESS", code)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("SyncT", 0) == n })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("SyncT", 0) == n })
 }

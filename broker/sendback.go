@@ -27,65 +27,63 @@ type sendBackHeader struct {
 // handleSendBack serves CONSUMER_SEND_MSG_BACK: a consumer gives back a message it
 // failed to consume. It goes to %RETRY%<group> through SCHEDULE_TOPIC_XXXX (delay level
 // 3 + reconsume times), or to %DLQ%<group> once retried too often.
-func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	var h sendBackHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	c := b.cfg.Get()
 	gc, ok, err := b.groups.GetOrCreate(h.Group, c.AutoCreateSubscriptionGroup)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if !ok {
-		return req.NewResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+h.Group)
+		return req.NewResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+h.Group), nil
 	}
 	if !protocol.IsWriteable(c.BrokerPermission) {
-		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
+		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1)), nil
 	}
 	if c.BrokerRole == config.Slave {
 		// 4.9.7: the slave's store refuses the put; the send-back answers SYSTEM_ERROR
 		// with the put status as remark. The client then sends the message itself.
-		return req.NewResponse(remoting.SystemError, "SERVICE_NOT_AVAILABLE")
+		return req.NewResponse(remoting.SystemError, "SERVICE_NOT_AVAILABLE"), nil
 	}
-	rec, err := b.store.MessageAt(h.Offset)
+	rec, err := b.store.CopyRawMessage(h.Offset)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", h.Offset))
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", h.Offset)), nil
 	}
 	orig, err := message.DecodeRecord(rec, false)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("look message by offset failed, %d: %v", h.Offset, err))
+		return nil, fmt.Errorf("look message by offset failed, %d: %w", h.Offset, err)
 	}
 	r := retry.Request{Group: h.Group, DelayLevel: h.DelayLevel, RetryMaxTimes: int32(gc.RetryMaxTimes),
 		RetryQueueNums: int32(gc.RetryQueueNums), RetryDisabled: gc.RetryQueueNums <= 0}
 	if req.Version >= versionV3_4_9 {
 		r.MaxReconsumeTimes = h.MaxReconsumeTimes
 	}
-	res, err := retry.Build(orig, r, func(n int32) int32 { return rand.Int32N(n) })
+	res, err := retry.Build(orig, r, rand.Int32N)
 	if err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
 	if res.Drop {
-		return req.NewResponse(remoting.Success, "")
+		return req.NewResponse(remoting.Success, ""), nil
 	}
 	perm := retry.TopicPerm
 	if _, err := b.topics.Ensure(res.Topic, int(res.QueueNums), perm, 0); err != nil {
-		return req.NewResponse(remoting.SystemError, fmt.Sprintf("topic[%s] not exist: %v", res.Topic, err))
+		return nil, fmt.Errorf("topic[%s] not exist: %w", res.Topic, err)
 	}
 	m := res.Message
 	m.BornHost = orig.BornHost
 	if !res.DLQ {
-		if _, err := schedule.ToSchedule(m, b.maxDelayLevel()); err != nil {
-			return req.NewResponse(remoting.SystemError, err.Error())
+		if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
+			return nil, err
 		}
 	}
-	if _, err := b.store.PutMessages([]*message.Message{m}); err != nil {
-		return putErrorResponse(req, err)
+	if _, err := b.puts.put(putRequeued, m); err != nil {
+		return putErrorResponse(req, err), nil
 	}
-	b.notifyHA()
-	b.stats.put.Add(1)
 	if res.DLQ {
 		b.metrics.toDLQ(h.Group, m, orig.Topic)
 	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }

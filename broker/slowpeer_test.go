@@ -29,7 +29,7 @@ func TestNonReadingPullersCannotHoldSends(t *testing.T) {
 			t.Fatalf("fill: %v", resp)
 		}
 	}
-	waitFor(t, func() bool { return tb.store.MaxOffset("Big", 0) == 64 })
+	waitFor(t, func() bool { return tb.store.MaxOffsetInQueue("Big", 0) == 64 })
 	pull, err := remoting.Encode(remoting.NewRequest(remoting.PullMessage, pullFields("flood", "Big", 0, 0, pullSubscription, "*"), nil))
 	if err != nil {
 		t.Fatal(err)

@@ -22,31 +22,26 @@ type endTransactionHeader struct {
 
 // handleEndTransaction serves END_TRANSACTION (clients send it oneway): commit puts
 // the real message, rollback only marks the half message done.
-func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) handleEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
 	if b.isSlave() {
 		// 4.9.7: "Message store is slave mode, so end transaction is forbidden."
-		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave, end transaction is forbidden")
-	}
-	if b.txn == nil {
-		return req.NewResponse(remoting.SystemError, "transactions need the on-disk store")
+		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave, end transaction is forbidden"), nil
 	}
 	var h endTransactionHeader
 	if err := remoting.DecodeHeader(req, &h); err != nil {
-		return req.NewResponse(remoting.SystemError, err.Error())
+		return nil, err
 	}
-	res, err := b.txn.EndTransaction(transaction.EndRequest{
+	// A commit's put goes through the put path (serviceStore), which counts it.
+	_, err := b.txn.EndTransaction(transaction.EndRequest{
 		ProducerGroup: h.ProducerGroup, TranStateTableOffset: h.TranStateTableOffset,
 		CommitLogOffset: h.CommitLogOffset, CommitOrRollback: h.CommitOrRollback,
 		FromTransactionCheck: h.FromTransactionCheck, MsgID: h.MsgID, TransactionID: h.TransactionID,
 	})
 	if err != nil {
 		b.log.Warn("end transaction refused", "producerGroup", h.ProducerGroup, "commitLogOffset", h.CommitLogOffset, "err", err)
-		return req.NewResponse(remoting.SystemError, transaction.Remark(err))
+		return req.NewResponse(remoting.SystemError, transaction.Remark(err)), nil
 	}
-	if res != nil {
-		b.stats.put.Add(1)
-	}
-	return req.NewResponse(remoting.Success, "")
+	return req.NewResponse(remoting.Success, ""), nil
 }
 
 // checkTransaction asks one live producer of the group about a pending transaction

@@ -162,27 +162,35 @@ func (a *BrokerAdmins) For(ctx context.Context, br *v1alpha1.Broker) (adminAcces
 		return adminAccess{}, fmt.Errorf("reading Secret %s: %w", name, err)
 	}
 
+	// a.mu guards the table only: it is not held across the API read below, so that a
+	// slow API server holds up no other Broker's calls (the ConsumerGroup and Topic
+	// controllers share these admins). What the read finds is checked against the table
+	// again once a.mu is taken back.
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	cur := a.signed[key]
-	if cur != nil && cur.via == via && cur.secret == secret && cur.uid == m.UID && cur.version == m.ResourceVersion {
-		return cur.access(), nil
+	if cur := a.signed[key]; cur != nil && cur.via == via && cur.secret == secret && cur.uid == m.UID && cur.version == m.ResourceVersion {
+		access := cur.access()
+		a.mu.Unlock()
+		return access, nil
 	}
+	a.mu.Unlock()
 	s := &corev1.Secret{}
 	if err := a.data.Get(ctx, secret, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			a.forgetLocked(key)
+			a.forgetSigned(key)
 			return notFound, nil
 		}
 		return adminAccess{}, fmt.Errorf("reading Secret %s: %w", name, err)
 	}
 	creds := acl.Credentials{AccessKey: string(s.Data[v1alpha1.ACLAccessKeyKey]), SecretKey: string(s.Data[v1alpha1.ACLSecretKeyKey])}
 	if creds.AccessKey == "" || creds.SecretKey == "" {
-		a.forgetLocked(key)
+		a.forgetSigned(key)
 		return adminAccess{Reason: ReasonCredentialsInvalid, Message: fmt.Sprintf(
 			"Secret %q (%s) needs non-empty keys %s and %s: the operator "+
 				"makes no admin calls to this Broker until it has them", name, src, v1alpha1.ACLAccessKeyKey, v1alpha1.ACLSecretKeyKey)}, nil
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur := a.signed[key]
 	if cur != nil && cur.via == via && cur.secret == secret && cur.creds == creds {
 		// Same account (say, only labels changed): keep the admin and its connections.
 		cur.uid, cur.version = s.UID, s.ResourceVersion

@@ -22,8 +22,12 @@ import (
 	"github.com/openrmq/rocketmq-operator/internal/resource"
 )
 
-// BrokerReconciler keeps a Broker's per-group StatefulSets and tells running brokers about
-// name-server changes through Admin (signing for Brokers with ACL, through Admins).
+// BrokerReconciler keeps what a Broker owns in step with its spec: the NetworkPolicy, the
+// rendered plain_acl.yml Secret, the name-server ConfigMap, and per group a ConfigMap,
+// headless Service, StatefulSet and PodDisruptionBudget (removing groups scaled in), and
+// the status; through Admin (signing for Brokers
+// with ACL, through Admins) it tells running brokers about name-server changes and checks
+// their TLS certificates. Topics on the brokers belong to the Topic controller.
 type BrokerReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
@@ -62,9 +66,10 @@ type brokerState struct {
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
 // unprotected), resolve name servers, render plain_acl.yml from the Users (spec.acl without
 // secretName; before the pods that mount it), apply children, remove groups that were
-// scaled in, pick the admin for the brokers (TLS under spec.tls, signing under spec.acl),
-// check the brokers' TLS certificates, push a changed name-server list, then write the
-// status, Ready waiting for the groups to hold the topics.
+// scaled in, observe the pods, pick the admin for the brokers (TLS under spec.tls, signing
+// under spec.acl), check the brokers' TLS certificates, push a changed name-server list,
+// observe the groups' topics, then write the status, Ready waiting for the groups to hold
+// the topics.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
@@ -119,7 +124,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 func (r *BrokerReconciler) applyChildren(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
 	b := &resource.BrokerBuilder{Instance: br, Scheme: r.Scheme, NameServerAddress: st.namesrvAddr}
-	return 0, applyAll(ctx, r.Client, b.Builders())
+	return 0, applyAll(ctx, r.Client, r.Recorder, br, b.Builders())
 }
 
 // resolveAdmin picks the admin for this Broker's calls and records the AdminAccess

@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -27,8 +26,8 @@ func (r *BrokerReconciler) removeScaledInGroups(ctx context.Context, br *v1alpha
 	}
 	for i := range sets.Items {
 		sts := &sets.Items[i]
-		idx, ok := groupIndex(sts.Labels[resource.BrokerNameLabel])
-		if !ok || idx < br.Spec.Groups || !metav1.IsControlledBy(sts, br) {
+		idx, ok := resource.BrokerGroupIndex(sts.Labels[resource.BrokerNameLabel])
+		if !ok || idx < br.Spec.Groups || !metav1.IsControlledBy(sts, br) || sts.Name != resource.BrokerGroupName(br, idx) {
 			continue
 		}
 		if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, sts, func() error {
@@ -41,13 +40,7 @@ func (r *BrokerReconciler) removeScaledInGroups(ctx context.Context, br *v1alpha
 		}); err != nil {
 			return 0, err
 		}
-		ns := br.Namespace
-		for _, obj := range []client.Object{
-			sts,
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sts.Name + "-config"}},
-			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sts.Name + "-headless"}},
-			&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sts.Name}},
-		} {
+		for _, obj := range resource.BrokerGroupObjects(br, idx) {
 			if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 				return 0, err
 			}
@@ -56,16 +49,4 @@ func (r *BrokerReconciler) removeScaledInGroups(ctx context.Context, br *v1alpha
 			"removed broker group %s (StatefulSet %s)", sts.Labels[resource.BrokerNameLabel], sts.Name)
 	}
 	return 0, nil
-}
-
-// groupIndex parses "broker-c" into 2.
-func groupIndex(brokerName string) (int32, bool) {
-	if len(brokerName) != len("broker-a") || brokerName[:7] != "broker-" {
-		return 0, false
-	}
-	c := brokerName[7]
-	if c < 'a' || c > 'z' {
-		return 0, false
-	}
-	return int32(c - 'a'), true
 }

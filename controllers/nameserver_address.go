@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -36,7 +35,7 @@ func (r *NameServerReconciler) pods(ctx context.Context, ns *v1alpha1.NameServer
 func nameServerPodAddress(ns *v1alpha1.NameServer, pods map[string]*corev1.Pod) string {
 	var addrs []string
 	for i := range ns.Spec.Replicas {
-		p := pods[fmt.Sprintf("%s-%d", ns.Name, i)]
+		p := pods[resource.NameServerPodName(ns, i)]
 		if !podReady(p) || p.Status.PodIP == "" {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,8 @@ import (
 type NameServerReconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
+	// Recorder records an Event for each child created or changed; nil records none.
+	Recorder events.EventRecorder
 	// OperatorNamespace is the namespace the NetworkPolicies admit admin traffic from.
 	OperatorNamespace string
 }
@@ -55,7 +58,7 @@ func (r *NameServerReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		degraded(&ns.Status.Conditions, ns.Generation, "NetworkPolicyFailed", err)
 		return ctrl.Result{}, joinErr(err, r.Status().Patch(ctx, ns, client.MergeFrom(orig)))
 	}
-	if err := applyAll(ctx, r.Client, b.Builders()); err != nil {
+	if err := applyAll(ctx, r.Client, r.Recorder, ns, b.Builders()); err != nil {
 		degraded(&ns.Status.Conditions, ns.Generation, "ApplyFailed", err)
 		return ctrl.Result{}, joinErr(err, r.Status().Patch(ctx, ns, client.MergeFrom(orig)))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -17,9 +18,9 @@ import (
 // applyNetworkPolicy keeps owner's NetworkPolicy while spec.networkPolicy is enabled and
 // deletes it once it is not. A policy of that name the owner does not control is left
 // alone (the cache only holds the operator's own, so it reads as not found anyway).
-func applyNetworkPolicy(ctx context.Context, c client.Client, owner client.Object, enabled bool, b resource.Builder) error {
+func applyNetworkPolicy(ctx context.Context, c client.Client, rec events.EventRecorder, owner client.Object, enabled bool, b resource.Builder) error {
 	if enabled {
-		return applyAll(ctx, c, []resource.Builder{b})
+		return applyAll(ctx, c, rec, owner, []resource.Builder{b})
 	}
 	obj, err := b.Build()
 	if err != nil {
@@ -42,7 +43,7 @@ func applyNetworkPolicy(ctx context.Context, c client.Client, owner client.Objec
 // policy exists.
 func (r *BrokerReconciler) applyNetworkPolicy(ctx context.Context, br *v1alpha1.Broker, _ *brokerState) (time.Duration, error) {
 	b := &resource.BrokerBuilder{Instance: br, Scheme: r.Scheme, OperatorNamespace: r.OperatorNamespace}
-	return 0, applyNetworkPolicy(ctx, r.Client, br, br.Spec.NetworkPolicy.IsEnabled(), b.NetworkPolicy())
+	return 0, applyNetworkPolicy(ctx, r.Client, r.Recorder, br, br.Spec.NetworkPolicy.IsEnabled(), b.NetworkPolicy())
 }
 
 // applyNetworkPolicy keeps the NameServer's NetworkPolicy, admitting the pods of the Brokers
@@ -56,7 +57,7 @@ func (r *NameServerReconciler) applyNetworkPolicy(ctx context.Context, ns *v1alp
 		}
 		b.Brokers = brokers
 	}
-	return applyNetworkPolicy(ctx, r.Client, ns, enabled, b.NetworkPolicy())
+	return applyNetworkPolicy(ctx, r.Client, r.Recorder, ns, enabled, b.NetworkPolicy())
 }
 
 // brokersOf names the Brokers in ns's namespace whose nameServerRef is ns, sorted.

@@ -25,7 +25,7 @@ func SetupAll(mgr ctrl.Manager, admin BrokerAdmin, operatorNamespace string) err
 	c, s := mgr.GetClient(), mgr.GetScheme()
 	rec := mgr.GetEventRecorder("rocketmq-operator")
 	admins := NewBrokerAdmins(admin, c, mgr.GetAPIReader())
-	if err := (&NameServerReconciler{Client: c, Scheme: s, OperatorNamespace: operatorNamespace}).SetupWithManager(mgr); err != nil {
+	if err := (&NameServerReconciler{Client: c, Scheme: s, Recorder: rec, OperatorNamespace: operatorNamespace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&BrokerReconciler{Client: c, Scheme: s, Admin: admin, Admins: admins, Recorder: rec,

@@ -77,7 +77,7 @@ var _ = BeforeSuite(func() {
 	admin = newFakeAdmin()
 	edge = newLoopbackEdge(admin)
 	rec := mgr.GetEventRecorder("rocketmq-operator")
-	Expect((&NameServerReconciler{Client: mgr.GetClient(), Scheme: scheme,
+	Expect((&NameServerReconciler{Client: mgr.GetClient(), Scheme: scheme, Recorder: rec,
 		OperatorNamespace: operatorNamespace}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&BrokerReconciler{Client: mgr.GetClient(), Scheme: scheme, Admin: admin,
 		Recorder: rec, OperatorNamespace: operatorNamespace}).SetupWithManager(mgr)).To(Succeed())

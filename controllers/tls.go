@@ -131,23 +131,21 @@ func (a *BrokerAdmins) tlsFor(ctx context.Context, br *v1alpha1.Broker) (*tlsAdm
 		}
 		return nil, "", "", fmt.Errorf("reading Secret %s: %w", spec.SecretName, err)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	// a.mu is not held across the API read (see For); the table is checked again after.
 	needPair := spec.ClientAuth != "" && spec.ClientAuth != v1alpha1.TLSClientAuthNone
-	cur := a.tlsAdmins[key]
-	if cur != nil && cur.secret == secret && cur.uid == m.UID && cur.version == m.ResourceVersion {
+	if cur := a.currentTLS(key, secret, m.UID, m.ResourceVersion); cur != nil {
 		return cur, "", "", nil
 	}
 	s := &corev1.Secret{}
 	if err := a.data.Get(ctx, secret, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			a.forgetTLSLocked(key)
+			a.forgetTLS(key)
 			return nil, ReasonTLSSecretNotFound, notFound, nil
 		}
 		return nil, "", "", fmt.Errorf("reading Secret %s: %w", spec.SecretName, err)
 	}
 	invalid := func(why string) (*tlsAdmin, string, string, error) {
-		a.forgetTLSLocked(key)
+		a.forgetTLS(key)
 		return nil, ReasonTLSSecretInvalid, fmt.Sprintf("Secret %q (spec.tls.secretName): %s: the operator makes no "+
 			"admin calls to this Broker until it is fixed", spec.SecretName, why), nil
 	}
@@ -164,13 +162,29 @@ func (a *BrokerAdmins) tlsFor(ctx context.Context, br *v1alpha1.Broker) (*tlsAdm
 		}
 		pair = &p
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur := a.tlsAdmins[key]; cur != nil && cur.secret == secret && cur.uid == s.UID && cur.version == s.ResourceVersion {
+		return cur, "", "", nil // made meanwhile from the same Secret
+	}
 	a.forgetTLSLocked(key)
 	cfg := tlsconfig.NewClientConfig(pool, pair, a.now)
 	admin, closer := base.WithTLS(cfg)
-	cur = &tlsAdmin{secret: secret, uid: s.UID, version: s.ResourceVersion, admin: admin, closer: closer, cfg: cfg,
+	cur := &tlsAdmin{secret: secret, uid: s.UID, version: s.ResourceVersion, admin: admin, closer: closer, cfg: cfg,
 		probed: map[string]probeResult{}}
 	a.tlsAdmins[key] = cur
 	return cur, "", "", nil
+}
+
+// currentTLS returns the Broker's TLS admin when it was made from this version of the
+// Secret.
+func (a *BrokerAdmins) currentTLS(key, secret client.ObjectKey, uid types.UID, version string) *tlsAdmin {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cur := a.tlsAdmins[key]; cur != nil && cur.secret == secret && cur.uid == uid && cur.version == version {
+		return cur
+	}
+	return nil
 }
 
 // forgetTLS releases a Broker's TLS admin, if any.

@@ -77,14 +77,20 @@ func (r *TopicReconciler) ensureTopic(ctx context.Context, t *v1alpha1.Topic, st
 		r.tablesCache().forget(addr)
 		if err != nil {
 			err = explainRefusal(err, st.access)
-			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, "TopicFailed", "UpdateAndCreateTopic", "topic %s on %s: %v", st.topic, name, err)
 			failed = append(failed, fmt.Errorf("UPDATE_AND_CREATE_TOPIC on %s: %w", name, err))
 			continue
 		}
 		r.Recorder.Eventf(t, nil, kind, reason, "UpdateAndCreateTopic", "%s", note)
 		st.onBroker[name], st.changed[name] = cfg, true
 	}
-	return 0, errors.Join(failed...)
+	err := errors.Join(failed...)
+	if err != nil {
+		// One Event for the reconcile, not one per broker: the brokers mostly fail alike
+		// (an ACL refusal, a down name server).
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, "TopicFailed", "UpdateAndCreateTopic",
+			"topic %s on %d broker(s): %v", st.topic, len(failed), strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return 0, err
 }
 
 // sameTopic compares what drift repair looks at: queues and permission. The order flag

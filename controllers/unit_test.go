@@ -65,19 +65,6 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-func TestGroupIndex(t *testing.T) {
-	for in, want := range map[string]int32{"broker-a": 0, "broker-c": 2, "broker-z": 25} {
-		if got, ok := groupIndex(in); !ok || got != want {
-			t.Errorf("%s: %d %v", in, got, ok)
-		}
-	}
-	for _, bad := range []string{"", "broker-", "broker-A", "broker-aa", "other-a"} {
-		if _, ok := groupIndex(bad); ok {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
 func TestAppliedChangeSortsAndCaps(t *testing.T) {
 	before := map[queueKey]int64{{"t", "broker-b", 0}: 5, {"t", "broker-a", 1}: 7}
 	after := map[queueKey]int64{{"t", "broker-a", 1}: 0}

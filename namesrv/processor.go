@@ -38,12 +38,8 @@ func (n *NameServer) routesHandlers() map[int16]handler {
 }
 
 func (h handler) adapt() remoting.Handler {
-	return remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-		resp, err := h(conn, req)
-		if err != nil {
-			return req.NewResponse(remoting.SystemError, err.Error())
-		}
-		return resp
+	return remoting.ErrHandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, error) {
+		return h(conn, req)
 	})
 }
 

@@ -101,7 +101,7 @@ func (n *NameServer) Serve(l net.Listener) error {
 	n.listener = l
 	n.scanDone = make(chan struct{})
 	n.tls.Start(0)
-	go n.srv.Serve(l)
+	go func() { _ = n.srv.Serve(l) }() // only net.ErrClosed, once Shutdown closes l
 	go n.scanLoop()
 	n.log.Info("name server listening", "addr", l.Addr().String())
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -148,7 +149,7 @@ func headParts(head, sep string, n, base, top int) ([]int, error) {
 		head += ":" // "1::*" was cut after "1:"
 	}
 	if strings.Contains(head, ":::") || strings.Count(head, "::") > 1 {
-		return nil, errors.New("misplaced ::")
+		return nil, errors.New(`"::" in the wrong place`)
 	}
 	left, right, compressed := head, "", false
 	if sep == ":" {
@@ -160,7 +161,7 @@ func headParts(head, sep string, n, base, top int) ([]int, error) {
 			l = append(l, "0")
 		}
 	}
-	all := append(l, r...)
+	all := slices.Concat(l, r)
 	if len(all) != n {
 		return nil, errors.New("wrong number of parts")
 	}

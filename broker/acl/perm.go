@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Perm is a permission set in the bits of Java's acl Permission class.
@@ -54,7 +56,7 @@ var adminCodes = map[int16]bool{
 func NeedsAdmin(code int16) bool { return adminCodes[code] }
 
 // RetryPrefix starts the retry topic of a consumer group; resources under it are the group's.
-const RetryPrefix = "%RETRY%"
+const RetryPrefix = protocol.RetryGroupTopicPrefix
 
 // GroupResource is the resource key of group: its retry topic, as Java keys groups.
 func GroupResource(group string) string { return RetryPrefix + group }

@@ -4,11 +4,10 @@
 package config
 
 import (
-	"github.com/openrmq/rocketmq-operator/pkg/properties"
-
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/metrics"
+	"github.com/openrmq/rocketmq-operator/pkg/properties"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig"
 )
@@ -35,8 +35,11 @@ const (
 // ErrInvalid wraps every refused value; the message names the key.
 var ErrInvalid = errors.New("config: invalid value")
 
-// Config is the broker configuration. Field comments give the broker.conf key.
-// Read fields through a snapshot (Get) when the config may be updated live.
+// Config is the broker configuration. Field comments give the broker.conf key. Each key
+// is parsed once, when it is set, into the type its users want: durations are
+// time.Duration (broker.conf gives the unit the comment names: milliseconds, seconds or
+// hours, as Java's keys do). Read fields through a snapshot (Get) when the config may be
+// updated live.
 type Config struct {
 	BrokerClusterName string // brokerClusterName
 	BrokerName        string // brokerName
@@ -53,57 +56,57 @@ type Config struct {
 	BrokerPermission int    // brokerPermission: perm bits announced for all topics
 
 	// Master/slave replication (package broker/ha).
-	HaMasterAddress         string // haMasterAddress: a slave's master HA address; "" takes the name server's
-	HaSendHeartbeatInterval int    // haSendHeartbeatInterval, ms
-	HaHousekeepingInterval  int    // haHousekeepingInterval, ms
-	HaTransferBatchSize     int    // haTransferBatchSize, bytes
-	HaSlaveFallbehindMax    int64  // haSlaveFallbehindMax, bytes (SYNC_MASTER: SLAVE_NOT_AVAILABLE beyond)
-	SlaveTimeout            int    // slaveTimeout, ms a SYNC_MASTER send waits for a slave
+	HaMasterAddress         string        // haMasterAddress: a slave's master HA address; "" takes the name server's
+	HaSendHeartbeatInterval time.Duration // haSendHeartbeatInterval, ms
+	HaHousekeepingInterval  time.Duration // haHousekeepingInterval, ms
+	HaTransferBatchSize     int           // haTransferBatchSize, bytes
+	HaSlaveFallbehindMax    int64         // haSlaveFallbehindMax, bytes (SYNC_MASTER: SLAVE_NOT_AVAILABLE beyond)
+	SlaveTimeout            time.Duration // slaveTimeout, ms a SYNC_MASTER send waits for a slave
 	// SlaveSynchronizeInterval (slaveSynchronizeInterval, ms) is how often a slave
 	// copies its master's metadata. Not a Java key: 4.9.7 hard-codes 10 s.
-	SlaveSynchronizeInterval int
+	SlaveSynchronizeInterval time.Duration
 
-	StorePathRootDir                  string // storePathRootDir
-	StorePathCommitLog                string // storePathCommitLog
-	FlushDiskType                     string // flushDiskType
-	MappedFileSizeCommitLog           int    // mappedFileSizeCommitLog (alias mapedFileSizeCommitLog)
-	MappedFileSizeConsumeQueue        int    // mappedFileSizeConsumeQueue
-	FlushIntervalCommitLog            int    // flushIntervalCommitLog, ms
-	FlushIntervalConsumeQueue         int    // flushIntervalConsumeQueue, ms
-	SyncFlushTimeout                  int    // syncFlushTimeout, ms
-	FileReservedTime                  int    // fileReservedTime, hours
-	DeleteWhen                        string // deleteWhen
-	DiskMaxUsedSpaceRatio             int    // diskMaxUsedSpaceRatio, percent
-	CleanResourceInterval             int    // cleanResourceInterval, ms
-	MaxMessageSize                    int    // maxMessageSize, bytes
-	MessageDelayLevel                 string // messageDelayLevel
-	MessageIndexEnable                bool   // messageIndexEnable
-	MaxHashSlotNum                    int    // maxHashSlotNum
-	MaxIndexNum                       int    // maxIndexNum
-	AccessMessageInMemoryMaxRatio     int    // accessMessageInMemoryMaxRatio, percent of RAM
-	CheckCRCOnRead                    bool   // checkCRCOnRead (not a Java key): body CRC of records read; see store.Config
+	StorePathRootDir                  string        // storePathRootDir
+	StorePathCommitLog                string        // storePathCommitLog
+	FlushDiskType                     string        // flushDiskType
+	MappedFileSizeCommitLog           int           // mappedFileSizeCommitLog (alias mapedFileSizeCommitLog)
+	MappedFileSizeConsumeQueue        int           // mappedFileSizeConsumeQueue
+	FlushIntervalCommitLog            time.Duration // flushIntervalCommitLog, ms
+	FlushIntervalConsumeQueue         time.Duration // flushIntervalConsumeQueue, ms
+	SyncFlushTimeout                  time.Duration // syncFlushTimeout, ms
+	FileReservedTime                  time.Duration // fileReservedTime, hours
+	DeleteWhen                        string        // deleteWhen
+	DiskMaxUsedSpaceRatio             int           // diskMaxUsedSpaceRatio, percent
+	CleanResourceInterval             time.Duration // cleanResourceInterval, ms
+	MaxMessageSize                    int           // maxMessageSize, bytes
+	MessageDelayLevel                 string        // messageDelayLevel
+	MessageIndexEnable                bool          // messageIndexEnable
+	MaxHashSlotNum                    int           // maxHashSlotNum
+	MaxIndexNum                       int           // maxIndexNum
+	AccessMessageInMemoryMaxRatio     int           // accessMessageInMemoryMaxRatio, percent of RAM
+	CheckCRCOnRead                    bool          // checkCRCOnRead (not a Java key): body CRC of records read; see store.Config
 	MaxTransferBytesOnMessageInMemory int
 	MaxTransferCountOnMessageInMemory int
 	MaxTransferBytesOnMessageInDisk   int
 	MaxTransferCountOnMessageInDisk   int
 
-	AutoCreateTopicEnable       bool   // autoCreateTopicEnable
-	AutoCreateSubscriptionGroup bool   // autoCreateSubscriptionGroup
-	DefaultTopicQueueNums       int    // defaultTopicQueueNums
-	ClusterTopicEnable          bool   // clusterTopicEnable
-	BrokerTopicEnable           bool   // brokerTopicEnable
-	TraceTopicEnable            bool   // traceTopicEnable
-	MsgTraceTopicName           string // msgTraceTopicName
-	LongPollingEnable           bool   // longPollingEnable
-	ShortPollingTimeMills       int    // shortPollingTimeMills
-	SlaveReadEnable             bool   // slaveReadEnable
-	OffsetCheckInSlave          bool   // offsetCheckInSlave: a slave answers OFFSET_MOVED itself
-	StoreReplyMessageEnable     bool   // storeReplyMessageEnable: keep request-reply replies in <cluster>_REPLY_TOPIC
-	RejectTransactionMessage    bool   // rejectTransactionMessage
-	EnablePropertyFilter        bool   // enablePropertyFilter: allow SQL92 subscriptions
-	TransactionCheckInterval    int    // transactionCheckInterval, ms between scans of half messages
-	TransactionTimeOut          int    // transactionTimeOut, ms before a half message is checked
-	TransactionCheckMax         int    // transactionCheckMax: checks before a half message is dropped
+	AutoCreateTopicEnable       bool          // autoCreateTopicEnable
+	AutoCreateSubscriptionGroup bool          // autoCreateSubscriptionGroup
+	DefaultTopicQueueNums       int           // defaultTopicQueueNums
+	ClusterTopicEnable          bool          // clusterTopicEnable
+	BrokerTopicEnable           bool          // brokerTopicEnable
+	TraceTopicEnable            bool          // traceTopicEnable
+	MsgTraceTopicName           string        // msgTraceTopicName
+	LongPollingEnable           bool          // longPollingEnable
+	ShortPollingTime            time.Duration // shortPollingTimeMills
+	SlaveReadEnable             bool          // slaveReadEnable
+	OffsetCheckInSlave          bool          // offsetCheckInSlave: a slave answers OFFSET_MOVED itself
+	StoreReplyMessageEnable     bool          // storeReplyMessageEnable: keep request-reply replies in <cluster>_REPLY_TOPIC
+	RejectTransactionMessage    bool          // rejectTransactionMessage
+	EnablePropertyFilter        bool          // enablePropertyFilter: allow SQL92 subscriptions
+	TransactionCheckInterval    time.Duration // transactionCheckInterval, ms between scans of half messages
+	TransactionTimeOut          time.Duration // transactionTimeOut, ms before a half message is checked
+	TransactionCheckMax         int           // transactionCheckMax: checks before a half message is dropped
 
 	SendMessageThreadPoolNums    int // sendMessageThreadPoolNums
 	PullMessageThreadPoolNums    int // pullMessageThreadPoolNums
@@ -113,18 +116,18 @@ type Config struct {
 	SendThreadPoolQueueCapacity  int // sendThreadPoolQueueCapacity
 	PullThreadPoolQueueCapacity  int // pullThreadPoolQueueCapacity
 
-	RegisterNameServerPeriod    int // registerNameServerPeriod, ms
-	RegisterBrokerTimeoutMills  int // registerBrokerTimeoutMills, ms
-	FlushConsumerOffsetInterval int // flushConsumerOffsetInterval, ms
-	ChannelExpiredTimeout       int // channelExpiredTimeout, ms (client channels)
+	RegisterNameServerPeriod    time.Duration // registerNameServerPeriod, ms
+	RegisterBrokerTimeout       time.Duration // registerBrokerTimeoutMills, ms
+	FlushConsumerOffsetInterval time.Duration // flushConsumerOffsetInterval, ms
+	ChannelExpiredTimeout       time.Duration // channelExpiredTimeout, ms (client channels)
 
 	// Connection limits of the remoting server (pkg/remoting.ServerConfig), against
 	// peers that misbehave; the defaults do not bother real clients.
-	ServerChannelMaxIdleTimeSeconds   int   // serverChannelMaxIdleTimeSeconds: close a connection that sent nothing for so long; 0 never (as Java)
-	ServerFrameReadTimeoutMillis      int   // serverFrameReadTimeoutMillis: close one whose frame is not whole so long after its first byte
-	ServerMaxConnections              int   // serverMaxConnections: open connections, both ports together
-	ServerMaxConnectionsPerAddress    int   // serverMaxConnectionsPerAddress: open connections from one IP address
-	ServerMaxQueuedBytesPerConnection int64 // serverMaxQueuedBytesPerConnection: bytes queued for a peer that does not read before its connection is closed
+	ServerChannelMaxIdleTime          time.Duration // serverChannelMaxIdleTimeSeconds: close a connection that sent nothing for so long; 0 never (as Java)
+	ServerFrameReadTimeout            time.Duration // serverFrameReadTimeoutMillis: close one whose frame is not whole so long after its first byte
+	ServerMaxConnections              int           // serverMaxConnections: open connections, both ports together
+	ServerMaxConnectionsPerAddress    int           // serverMaxConnectionsPerAddress: open connections from one IP address
+	ServerMaxQueuedBytesPerConnection int64         // serverMaxQueuedBytesPerConnection: bytes queued for a peer that does not read before its connection is closed
 	// ServerMaxQueuedBytesTotal (serverMaxQueuedBytesTotal) bounds the bytes queued on
 	// all connections; past it the one with the most queued is closed. 0: 256 MiB, or a
 	// quarter of the Go memory limit (GOMEMLIMIT) when lower.
@@ -168,23 +171,23 @@ func Default() *Config {
 		HaListenPort:                      10912,
 		BrokerRole:                        AsyncMaster,
 		BrokerPermission:                  6,
-		HaSendHeartbeatInterval:           5000,
-		HaHousekeepingInterval:            20000,
+		HaSendHeartbeatInterval:           5 * time.Second,
+		HaHousekeepingInterval:            20 * time.Second,
 		HaTransferBatchSize:               32768,
 		HaSlaveFallbehindMax:              256 << 20,
-		SlaveTimeout:                      3000,
-		SlaveSynchronizeInterval:          10000,
+		SlaveTimeout:                      3 * time.Second,
+		SlaveSynchronizeInterval:          10 * time.Second,
 		StorePathRootDir:                  filepath.Join(home, "store"),
 		FlushDiskType:                     store.AsyncFlush,
 		MappedFileSizeCommitLog:           store.DefaultMappedFileSizeCommitLog,
 		MappedFileSizeConsumeQueue:        store.DefaultConsumeQueueEntries * 20,
-		FlushIntervalCommitLog:            500,
-		FlushIntervalConsumeQueue:         1000,
-		SyncFlushTimeout:                  5000,
-		FileReservedTime:                  72,
+		FlushIntervalCommitLog:            500 * time.Millisecond,
+		FlushIntervalConsumeQueue:         time.Second,
+		SyncFlushTimeout:                  5 * time.Second,
+		FileReservedTime:                  72 * time.Hour,
 		DeleteWhen:                        "04",
 		DiskMaxUsedSpaceRatio:             75,
-		CleanResourceInterval:             10000,
+		CleanResourceInterval:             10 * time.Second,
 		MaxMessageSize:                    store.DefaultMaxMessageSize,
 		MessageDelayLevel:                 store.DefaultMessageDelayLevel,
 		MessageIndexEnable:                true,
@@ -204,7 +207,7 @@ func Default() *Config {
 		MsgTraceTopicName:                 "RMQ_SYS_TRACE_TOPIC",
 		LongPollingEnable:                 true,
 		StoreReplyMessageEnable:           true,
-		ShortPollingTimeMills:             1000,
+		ShortPollingTime:                  time.Second,
 		SendMessageThreadPoolNums:         4,
 		PullMessageThreadPoolNums:         16,
 		AdminBrokerThreadPoolNums:         16,
@@ -212,16 +215,16 @@ func Default() *Config {
 		ConsumerManageThreadPoolNums:      32,
 		SendThreadPoolQueueCapacity:       10000,
 		PullThreadPoolQueueCapacity:       100000,
-		RegisterNameServerPeriod:          30000,
-		RegisterBrokerTimeoutMills:        6000,
-		FlushConsumerOffsetInterval:       5000,
-		ChannelExpiredTimeout:             120000,
-		TransactionCheckInterval:          60000,
-		TransactionTimeOut:                6000,
+		RegisterNameServerPeriod:          30 * time.Second,
+		RegisterBrokerTimeout:             6 * time.Second,
+		FlushConsumerOffsetInterval:       5 * time.Second,
+		ChannelExpiredTimeout:             120 * time.Second,
+		TransactionCheckInterval:          60 * time.Second,
+		TransactionTimeOut:                6 * time.Second,
 		TransactionCheckMax:               15,
 		AclPlainFile:                      filepath.Join("conf", "plain_acl.yml"),
-		ServerChannelMaxIdleTimeSeconds:   int(remoting.DefaultIdleTimeout / time.Second),
-		ServerFrameReadTimeoutMillis:      int(remoting.DefaultFrameTimeout / time.Millisecond),
+		ServerChannelMaxIdleTime:          remoting.DefaultIdleTimeout,
+		ServerFrameReadTimeout:            remoting.DefaultFrameTimeout,
 		ServerMaxConnections:              remoting.DefaultMaxConnections,
 		ServerMaxConnectionsPerAddress:    remoting.DefaultMaxConnectionsPerAddress,
 		ServerMaxQueuedBytesPerConnection: remoting.DefaultMaxQueuedBytesPerConnection,
@@ -247,8 +250,26 @@ func localIP() string {
 // key binds a broker.conf key to a field.
 type key struct {
 	name string
-	ptr  any  // *string, *int, *int64 or *bool
+	ptr  any  // *string, *int, *int64, *bool or duration
 	live bool // UPDATE_BROKER_CONFIG may change it while running
+}
+
+// duration is a time.Duration key that broker.conf gives as a whole number of unit, as
+// Java's long and int fields (milliseconds for the ...Interval, ...Timeout and ...Mills
+// keys).
+type duration struct {
+	p    *time.Duration
+	unit time.Duration
+}
+
+func millis(name string, p *time.Duration, live bool) key {
+	return key{name, duration{p, time.Millisecond}, live}
+}
+func seconds(name string, p *time.Duration, live bool) key {
+	return key{name, duration{p, time.Second}, live}
+}
+func hours(name string, p *time.Duration, live bool) key {
+	return key{name, duration{p, time.Hour}, live}
 }
 
 func (c *Config) keys() []key {
@@ -264,24 +285,24 @@ func (c *Config) keys() []key {
 		{"brokerRole", &c.BrokerRole, false},
 		{"brokerPermission", &c.BrokerPermission, true},
 		{"haMasterAddress", &c.HaMasterAddress, false},
-		{"haSendHeartbeatInterval", &c.HaSendHeartbeatInterval, false},
-		{"haHousekeepingInterval", &c.HaHousekeepingInterval, false},
+		millis("haSendHeartbeatInterval", &c.HaSendHeartbeatInterval, false),
+		millis("haHousekeepingInterval", &c.HaHousekeepingInterval, false),
 		{"haTransferBatchSize", &c.HaTransferBatchSize, false},
 		{"haSlaveFallbehindMax", &c.HaSlaveFallbehindMax, false},
-		{"slaveTimeout", &c.SlaveTimeout, true},
-		{"slaveSynchronizeInterval", &c.SlaveSynchronizeInterval, false},
+		millis("slaveTimeout", &c.SlaveTimeout, true),
+		millis("slaveSynchronizeInterval", &c.SlaveSynchronizeInterval, false),
 		{"storePathRootDir", &c.StorePathRootDir, false},
 		{"storePathCommitLog", &c.StorePathCommitLog, false},
 		{"flushDiskType", &c.FlushDiskType, false},
 		{"mappedFileSizeCommitLog", &c.MappedFileSizeCommitLog, false},
 		{"mappedFileSizeConsumeQueue", &c.MappedFileSizeConsumeQueue, false},
-		{"flushIntervalCommitLog", &c.FlushIntervalCommitLog, false},
-		{"flushIntervalConsumeQueue", &c.FlushIntervalConsumeQueue, false},
-		{"syncFlushTimeout", &c.SyncFlushTimeout, false},
-		{"fileReservedTime", &c.FileReservedTime, false},
+		millis("flushIntervalCommitLog", &c.FlushIntervalCommitLog, false),
+		millis("flushIntervalConsumeQueue", &c.FlushIntervalConsumeQueue, false),
+		millis("syncFlushTimeout", &c.SyncFlushTimeout, false),
+		hours("fileReservedTime", &c.FileReservedTime, false),
 		{"deleteWhen", &c.DeleteWhen, false},
 		{"diskMaxUsedSpaceRatio", &c.DiskMaxUsedSpaceRatio, false},
-		{"cleanResourceInterval", &c.CleanResourceInterval, false},
+		millis("cleanResourceInterval", &c.CleanResourceInterval, false),
 		{"maxMessageSize", &c.MaxMessageSize, false},
 		{"messageDelayLevel", &c.MessageDelayLevel, false},
 		{"messageIndexEnable", &c.MessageIndexEnable, false},
@@ -301,14 +322,14 @@ func (c *Config) keys() []key {
 		{"traceTopicEnable", &c.TraceTopicEnable, false},
 		{"msgTraceTopicName", &c.MsgTraceTopicName, false},
 		{"longPollingEnable", &c.LongPollingEnable, true},
-		{"shortPollingTimeMills", &c.ShortPollingTimeMills, true},
+		millis("shortPollingTimeMills", &c.ShortPollingTime, true),
 		{"slaveReadEnable", &c.SlaveReadEnable, true},
 		{"offsetCheckInSlave", &c.OffsetCheckInSlave, true},
 		{"storeReplyMessageEnable", &c.StoreReplyMessageEnable, true},
 		{"rejectTransactionMessage", &c.RejectTransactionMessage, true},
 		{"enablePropertyFilter", &c.EnablePropertyFilter, true},
-		{"transactionCheckInterval", &c.TransactionCheckInterval, false},
-		{"transactionTimeOut", &c.TransactionTimeOut, false},
+		millis("transactionCheckInterval", &c.TransactionCheckInterval, false),
+		millis("transactionTimeOut", &c.TransactionTimeOut, false),
 		{"transactionCheckMax", &c.TransactionCheckMax, false},
 		{"sendMessageThreadPoolNums", &c.SendMessageThreadPoolNums, false},
 		{"pullMessageThreadPoolNums", &c.PullMessageThreadPoolNums, false},
@@ -317,12 +338,12 @@ func (c *Config) keys() []key {
 		{"consumerManagerThreadPoolNums", &c.ConsumerManageThreadPoolNums, false},
 		{"sendThreadPoolQueueCapacity", &c.SendThreadPoolQueueCapacity, false},
 		{"pullThreadPoolQueueCapacity", &c.PullThreadPoolQueueCapacity, false},
-		{"registerNameServerPeriod", &c.RegisterNameServerPeriod, true},
-		{"registerBrokerTimeoutMills", &c.RegisterBrokerTimeoutMills, true},
-		{"flushConsumerOffsetInterval", &c.FlushConsumerOffsetInterval, false},
-		{"channelExpiredTimeout", &c.ChannelExpiredTimeout, false},
-		{"serverChannelMaxIdleTimeSeconds", &c.ServerChannelMaxIdleTimeSeconds, false},
-		{"serverFrameReadTimeoutMillis", &c.ServerFrameReadTimeoutMillis, false},
+		millis("registerNameServerPeriod", &c.RegisterNameServerPeriod, true),
+		millis("registerBrokerTimeoutMills", &c.RegisterBrokerTimeout, true),
+		millis("flushConsumerOffsetInterval", &c.FlushConsumerOffsetInterval, false),
+		millis("channelExpiredTimeout", &c.ChannelExpiredTimeout, false),
+		seconds("serverChannelMaxIdleTimeSeconds", &c.ServerChannelMaxIdleTime, false),
+		millis("serverFrameReadTimeoutMillis", &c.ServerFrameReadTimeout, false),
 		{"serverMaxConnections", &c.ServerMaxConnections, false},
 		{"serverMaxConnectionsPerAddress", &c.ServerMaxConnectionsPerAddress, false},
 		{"serverMaxQueuedBytesPerConnection", &c.ServerMaxQueuedBytesPerConnection, false},
@@ -470,8 +491,24 @@ func setValue(k key, raw string) error {
 			return fmt.Errorf("%w: %s=%q is not an integer", ErrInvalid, k.name, raw)
 		}
 		*p = n
+	case duration:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > int64(math.MaxInt64/p.unit) || n < int64(math.MinInt64/p.unit) {
+			return fmt.Errorf("%w: %s=%q is not a whole number of %s", ErrInvalid, k.name, raw, unitName(p.unit))
+		}
+		*p.p = time.Duration(n) * p.unit
 	}
 	return nil
+}
+
+func unitName(u time.Duration) string {
+	switch u {
+	case time.Second:
+		return "seconds"
+	case time.Hour:
+		return "hours"
+	}
+	return "milliseconds"
 }
 
 // Validate checks the values together; the error names the key.
@@ -501,9 +538,9 @@ func (c *Config) Validate() error {
 	case c.HaSendHeartbeatInterval <= 0 || c.HaHousekeepingInterval <= 0 || c.HaTransferBatchSize <= 0 || c.HaSlaveFallbehindMax <= 0:
 		return bad("haSendHeartbeatInterval/haHousekeepingInterval/haTransferBatchSize/haSlaveFallbehindMax", "", "must be > 0")
 	case c.SlaveTimeout <= 0:
-		return bad("slaveTimeout", c.SlaveTimeout, "must be > 0 ms")
+		return bad("slaveTimeout", c.SlaveTimeout, "must be > 0")
 	case c.SlaveSynchronizeInterval <= 0:
-		return bad("slaveSynchronizeInterval", c.SlaveSynchronizeInterval, "must be > 0 ms")
+		return bad("slaveSynchronizeInterval", c.SlaveSynchronizeInterval, "must be > 0")
 	case c.FlushDiskType != store.AsyncFlush && c.FlushDiskType != store.SyncFlush:
 		return bad("flushDiskType", c.FlushDiskType, "must be ASYNC_FLUSH or SYNC_FLUSH")
 	case c.StorePathRootDir == "":
@@ -517,14 +554,14 @@ func (c *Config) Validate() error {
 	case c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95:
 		return bad("diskMaxUsedSpaceRatio", c.DiskMaxUsedSpaceRatio, "must be in 10..95")
 	case c.FileReservedTime <= 0:
-		return bad("fileReservedTime", c.FileReservedTime, "must be > 0 hours")
+		return bad("fileReservedTime", c.FileReservedTime, "must be > 0")
 	case c.DefaultTopicQueueNums <= 0 || c.DefaultTopicQueueNums > 1024:
 		return bad("defaultTopicQueueNums", c.DefaultTopicQueueNums, "must be in 1..1024")
 	case c.BrokerPermission&^7 != 0:
 		return bad("brokerPermission", c.BrokerPermission, "must be a combination of READ 4, WRITE 2, INHERIT 1")
-	case c.ShortPollingTimeMills <= 0:
-		return bad("shortPollingTimeMills", c.ShortPollingTimeMills, "must be > 0")
-	case c.RegisterNameServerPeriod < 1000 || c.RegisterNameServerPeriod > 60000:
+	case c.ShortPollingTime <= 0:
+		return bad("shortPollingTimeMills", c.ShortPollingTime, "must be > 0")
+	case c.RegisterNameServerPeriod < time.Second || c.RegisterNameServerPeriod > time.Minute:
 		return bad("registerNameServerPeriod", c.RegisterNameServerPeriod, "must be in 1000..60000 ms")
 	case c.FlushConsumerOffsetInterval <= 0 || c.FlushIntervalCommitLog <= 0 || c.FlushIntervalConsumeQueue <= 0 || c.SyncFlushTimeout <= 0:
 		return bad("flushConsumerOffsetInterval/flushIntervalCommitLog/flushIntervalConsumeQueue/syncFlushTimeout", "", "must be > 0")
@@ -532,10 +569,10 @@ func (c *Config) Validate() error {
 		return bad("channelExpiredTimeout", c.ChannelExpiredTimeout, "must be > 0")
 	case c.TransactionCheckInterval <= 0 || c.TransactionTimeOut <= 0 || c.TransactionCheckMax <= 0:
 		return bad("transactionCheckInterval/transactionTimeOut/transactionCheckMax", "", "must be > 0")
-	case c.ServerChannelMaxIdleTimeSeconds < 0:
-		return bad("serverChannelMaxIdleTimeSeconds", c.ServerChannelMaxIdleTimeSeconds, "must be >= 0 (0: never close idle connections)")
-	case c.ServerFrameReadTimeoutMillis <= 0:
-		return bad("serverFrameReadTimeoutMillis", c.ServerFrameReadTimeoutMillis, "must be > 0 ms")
+	case c.ServerChannelMaxIdleTime < 0:
+		return bad("serverChannelMaxIdleTimeSeconds", c.ServerChannelMaxIdleTime, "must be >= 0 (0: never close idle connections)")
+	case c.ServerFrameReadTimeout <= 0:
+		return bad("serverFrameReadTimeoutMillis", c.ServerFrameReadTimeout, "must be > 0")
 	case c.ServerMaxConnections <= 0:
 		return bad("serverMaxConnections", c.ServerMaxConnections, "must be > 0")
 	case c.ServerMaxConnectionsPerAddress <= 0 || c.ServerMaxConnectionsPerAddress > c.ServerMaxConnections:
@@ -655,6 +692,8 @@ func (c *Config) Properties() map[string]string {
 			out[k.name] = strconv.Itoa(*p)
 		case *int64:
 			out[k.name] = strconv.FormatInt(*p, 10)
+		case duration:
+			out[k.name] = strconv.FormatInt(int64(*p.p/p.unit), 10)
 		}
 	}
 	for k, v := range c.TLS.Properties() { // passwords masked
@@ -671,13 +710,13 @@ func (c *Config) StoreConfig() store.Config {
 	sc.MappedFileSizeCommitLog = c.MappedFileSizeCommitLog
 	sc.MappedFileSizeConsumeQueue = c.MappedFileSizeConsumeQueue
 	sc.FlushDiskType = c.FlushDiskType
-	sc.SyncFlushTimeout = time.Duration(c.SyncFlushTimeout) * time.Millisecond
-	sc.FlushIntervalCommitLog = time.Duration(c.FlushIntervalCommitLog) * time.Millisecond
-	sc.FlushIntervalConsumeQueue = time.Duration(c.FlushIntervalConsumeQueue) * time.Millisecond
+	sc.SyncFlushTimeout = c.SyncFlushTimeout
+	sc.FlushIntervalCommitLog = c.FlushIntervalCommitLog
+	sc.FlushIntervalConsumeQueue = c.FlushIntervalConsumeQueue
 	sc.FileReservedTime = c.FileReservedTime
 	sc.DeleteWhen = c.DeleteWhen
 	sc.DiskMaxUsedSpaceRatio = c.DiskMaxUsedSpaceRatio
-	sc.CleanResourceInterval = time.Duration(c.CleanResourceInterval) * time.Millisecond
+	sc.CleanResourceInterval = c.CleanResourceInterval
 	sc.MaxMessageSize = c.MaxMessageSize
 	sc.MessageDelayLevel = c.MessageDelayLevel
 	sc.MaxHashSlotNum = c.MaxHashSlotNum
@@ -698,8 +737,8 @@ func (c *Config) StoreConfig() store.Config {
 // RemotingServerConfig maps the server* connection limits onto a remoting.ServerConfig.
 func (c *Config) RemotingServerConfig() remoting.ServerConfig {
 	return remoting.ServerConfig{
-		IdleTimeout:                 remoting.IdleTimeoutFromConf(time.Duration(c.ServerChannelMaxIdleTimeSeconds) * time.Second),
-		FrameTimeout:                time.Duration(c.ServerFrameReadTimeoutMillis) * time.Millisecond,
+		IdleTimeout:                 remoting.IdleTimeoutFromConf(c.ServerChannelMaxIdleTime),
+		FrameTimeout:                c.ServerFrameReadTimeout,
 		MaxConnections:              c.ServerMaxConnections,
 		MaxConnectionsPerAddress:    c.ServerMaxConnectionsPerAddress,
 		MaxQueuedBytesPerConnection: c.ServerMaxQueuedBytesPerConnection,

@@ -31,7 +31,7 @@ rocketmqHome=/opt/rmq
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.BrokerName != "broker-a" || c.FileReservedTime != 48 || c.StorePathRootDir != "/tmp/store-a" || c.AutoCreateTopicEnable {
+	if c.BrokerName != "broker-a" || c.FileReservedTime != 48*time.Hour || c.StorePathRootDir != "/tmp/store-a" || c.AutoCreateTopicEnable {
 		t.Fatalf("bad config: %+v", c)
 	}
 	if len(NamesrvList(c.NamesrvAddr)) != 2 {
@@ -75,8 +75,8 @@ func TestLiveUpdate(t *testing.T) {
 
 func TestHAKeys(t *testing.T) {
 	d := Default()
-	if d.HaSendHeartbeatInterval != 5000 || d.HaHousekeepingInterval != 20000 || d.HaTransferBatchSize != 32768 ||
-		d.HaSlaveFallbehindMax != 268435456 || d.SlaveTimeout != 3000 || d.SlaveSynchronizeInterval != 10000 || d.SlaveReadEnable {
+	if d.HaSendHeartbeatInterval != 5*time.Second || d.HaHousekeepingInterval != 20*time.Second || d.HaTransferBatchSize != 32768 ||
+		d.HaSlaveFallbehindMax != 268435456 || d.SlaveTimeout != 3*time.Second || d.SlaveSynchronizeInterval != 10*time.Second || d.SlaveReadEnable {
 		t.Fatalf("HA defaults: %+v", d)
 	}
 	c, _, err := Load(strings.NewReader("brokerRole=SLAVE\nbrokerId=1\nlistenPort=20911\nhaListenPort=30000\n" +
@@ -85,7 +85,7 @@ func TestHAKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 4.9.7 forces the HA port to listenPort+1 whatever haListenPort says.
-	if c.HAPort() != 20912 || c.HaListenPort != 30000 || c.HaMasterAddress != "10.0.0.1:10912" || c.SlaveTimeout != 500 || c.HaSlaveFallbehindMax != 1024 {
+	if c.HAPort() != 20912 || c.HaListenPort != 30000 || c.HaMasterAddress != "10.0.0.1:10912" || c.SlaveTimeout != 500*time.Millisecond || c.HaSlaveFallbehindMax != 1024 {
 		t.Fatalf("HA keys: %+v", c)
 	}
 	for conf, key := range map[string]string{
@@ -216,5 +216,37 @@ tls.client.authServer=true
 	}
 	if _, err := NewLive(Default()).Update(map[string]string{"tls.server.mode": "disabled"}); err == nil {
 		t.Error("tls.server.mode changed while running")
+	}
+}
+
+// Duration keys are parsed once into time.Duration in the unit broker.conf counts them
+// in, and shown back in that unit; anything but a whole number is refused, naming the key.
+func TestDurationKeysKeepTheirUnits(t *testing.T) {
+	c, _, err := Load(strings.NewReader("slaveTimeout=500\nfileReservedTime=48\nserverChannelMaxIdleTimeSeconds=30\nshortPollingTimeMills=200\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SlaveTimeout != 500*time.Millisecond || c.FileReservedTime != 48*time.Hour ||
+		c.ServerChannelMaxIdleTime != 30*time.Second || c.ShortPollingTime != 200*time.Millisecond {
+		t.Fatalf("parsed %v %v %v %v", c.SlaveTimeout, c.FileReservedTime, c.ServerChannelMaxIdleTime, c.ShortPollingTime)
+	}
+	p := c.Properties()
+	for k, want := range map[string]string{"slaveTimeout": "500", "fileReservedTime": "48",
+		"serverChannelMaxIdleTimeSeconds": "30", "shortPollingTimeMills": "200", "registerNameServerPeriod": "30000"} {
+		if p[k] != want {
+			t.Errorf("%s shown as %q, want %q", k, p[k], want)
+		}
+	}
+	for _, bad := range []string{"slaveTimeout=5s", "fileReservedTime=1.5", "transactionTimeOut=9223372036854775807"} {
+		if _, _, err := Load(strings.NewReader(bad + "\n")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), strings.Split(bad, "=")[0]) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	// Every time.Duration field is a duration key (none is read as nanoseconds).
+	d := Default()
+	for _, k := range d.keys() {
+		if _, ok := k.ptr.(*time.Duration); ok {
+			t.Errorf("%s: a time.Duration without a unit", k.name)
+		}
 	}
 }

@@ -73,8 +73,9 @@ func (h *Holder) Stats() Stats {
 	return Stats{Woken: h.woken.Load(), Rechecked: h.rechecked.Load(), Expired: h.expired.Load()}
 }
 
-// New returns a holder that re-checks every interval (5 s with long polling, the short
-// polling time otherwise) against maxOffset.
+// New returns a holder that re-checks every interval against maxOffset, for arrivals
+// that woke no one (the broker passes 1 s, or shortPollingTimeMills when long polling is
+// off and that is shorter).
 func New(interval time.Duration, maxOffset func(topic string, qid int32) int64) *Holder {
 	h := &Holder{interval: interval, maxOffset: maxOffset, now: time.Now,
 		waiting: map[queueKey][]*Request{}, stop: make(chan struct{})}

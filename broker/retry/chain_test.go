@@ -29,7 +29,7 @@ func TestSendBackThroughSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc, err := schedule.New(st, schedule.Config{ConfigDir: filepath.Join(root, "config"), Logf: t.Logf})
+	svc, err := schedule.New(st, schedule.Config{ConfigDir: filepath.Join(root, "config"), Logger: storetest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,14 @@ import (
 	"strconv"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Topic prefixes and defaults (Java MixAll, SubscriptionGroupConfig).
 const (
-	RetryTopicPrefix      = "%RETRY%"
-	DLQTopicPrefix        = "%DLQ%"
+	RetryTopicPrefix      = protocol.RetryGroupTopicPrefix
+	DLQTopicPrefix        = protocol.DLQGroupTopicPrefix
 	DefaultRetryMaxTimes  = 16 // SubscriptionGroupConfig.retryMaxTimes
 	DefaultRetryQueueNums = 1  // SubscriptionGroupConfig.retryQueueNums
 	DLQQueueNums          = 1  // MixAll.DLQ_NUMS_PER_GROUP
@@ -88,28 +90,28 @@ func Build(orig *message.MessageExt, req Request, pick func(n int32) int32) (*Re
 	}
 
 	props := message.DecodeProperties(orig.Properties)
-	if props[message.PropertyRetryTopic] == "" {
-		props[message.PropertyRetryTopic] = orig.Topic
+	if props.Get(message.PropertyRetryTopic) == "" {
+		props.Set(message.PropertyRetryTopic, orig.Topic)
 	}
-	props[message.PropertyWaitStoreMsgOK] = "false"
-	if props[message.PropertyOriginMessageID] == "" {
+	props.Set(message.PropertyWaitStoreMsgOK, "false")
+	if props.Get(message.PropertyOriginMessageID) == "" {
 		// Java uses the looked-up message's msgId, which on the broker is
 		// the offsetMsgId.
-		props[message.PropertyOriginMessageID] = orig.OffsetMsgID()
+		props.Set(message.PropertyOriginMessageID, orig.OffsetMsgID())
 	}
 
 	res := &Result{Topic: RetryTopic(req.Group), QueueNums: queues}
 	if orig.ReconsumeTimes >= maxTimes || req.DelayLevel < 0 {
 		res.DLQ, res.Topic, res.QueueNums = true, DLQTopic(req.Group), DLQQueueNums
-		delete(props, message.PropertyDelayTimeLevel)
+		props.Delete(message.PropertyDelayTimeLevel)
 	} else {
 		level := req.DelayLevel
 		if level == 0 {
 			level = firstDelayLevel + orig.ReconsumeTimes
 		}
-		props[message.PropertyDelayTimeLevel] = strconv.Itoa(int(level))
+		props.Set(message.PropertyDelayTimeLevel, strconv.Itoa(int(level)))
 	}
-	p, err := message.EncodeProperties(props)
+	p, err := props.Encode()
 	if err != nil {
 		return nil, err
 	}

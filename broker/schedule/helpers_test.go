@@ -29,7 +29,7 @@ func openStore(t testing.TB, root string) *store.Store {
 
 func newService(t testing.TB, st Store, root string) *Service {
 	t.Helper()
-	svc, err := New(st, Config{ConfigDir: filepath.Join(root, "config"), Logf: t.Logf})
+	svc, err := New(st, Config{ConfigDir: filepath.Join(root, "config"), Logger: storetest.Logger(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -50,7 +50,7 @@ func openStoreAt(t testing.TB, root string, clk *storetest.Clock) *store.Store {
 
 func newServiceAt(t testing.TB, st Store, root string, clk *storetest.Clock) *Service {
 	t.Helper()
-	svc, err := New(st, Config{ConfigDir: filepath.Join(root, "config"), Now: clk.Now, Logf: t.Logf})
+	svc, err := New(st, Config{ConfigDir: filepath.Join(root, "config"), Now: clk.Now, Logger: storetest.Logger(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

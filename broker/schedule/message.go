@@ -6,14 +6,16 @@ import (
 	"strconv"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Topic holds delayed messages, queue level-1 for each delay level.
-const Topic = "SCHEDULE_TOPIC_XXXX"
+const Topic = protocol.ScheduleTopic
 
 // halfTopic is the transaction half topic; a scheduled message never goes
 // back there.
-const halfTopic = "RMQ_SYS_TRANS_HALF_TOPIC"
+const halfTopic = protocol.TransHalfTopic
 
 // ErrNotScheduled reports a SCHEDULE_TOPIC_XXXX record without a usable
 // REAL_TOPIC / REAL_QID.
@@ -54,10 +56,10 @@ func ToSchedule(m *message.Message, maxLevel int) (bool, error) {
 		level = maxLevel
 	}
 	props := message.DecodeProperties(m.Properties)
-	props[message.PropertyDelayTimeLevel] = strconv.Itoa(level)
-	props[message.PropertyRealTopic] = m.Topic
-	props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	p, err := message.EncodeProperties(props)
+	props.Set(message.PropertyDelayTimeLevel, strconv.Itoa(level))
+	props.Set(message.PropertyRealTopic, m.Topic)
+	props.Set(message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	p, err := props.Encode()
 	if err != nil {
 		return false, err
 	}

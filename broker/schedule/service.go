@@ -4,7 +4,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/pkg/atomicfile"
 
 	"errors"
-	"log"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -41,9 +41,11 @@ type Config struct {
 	RetryInterval time.Duration
 	// PersistInterval is how often flushed progress is written.
 	PersistInterval time.Duration
-	// Now and Logf default to time.Now and log.Printf.
-	Now  func() time.Time
-	Logf func(format string, args ...any)
+	// Now defaults to time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default() with component=schedule. WARN lines are
+	// messages skipped or held back.
+	Logger *slog.Logger
 }
 
 // mark records that the entries before offset are done once the commitlog
@@ -92,8 +94,8 @@ func New(st Store, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default().With("component", "schedule")
 	}
 	s := &Service{st: st, cfg: cfg, path: filepath.Join(cfg.ConfigDir, OffsetFile), stop: make(chan struct{})}
 	table, fb, err := loadOffsets(s.path)
@@ -101,7 +103,7 @@ func New(st Store, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	if fb != nil {
-		cfg.Logf("schedule: %s", fb)
+		cfg.Logger.Warn("delay offsets file unusable: loaded its backup", "path", fb.Path, "reason", fb.Reason, "keptAs", fb.KeptAs)
 	}
 	s.persisted = table
 	for n := 1; n <= st.MaxDelayLevel(); n++ {
@@ -231,7 +233,7 @@ func (s *Service) persistLoop() {
 			return
 		case <-t.C:
 			if err := s.Persist(); err != nil {
-				s.cfg.Logf("schedule: persist delay offsets: %v", err)
+				s.cfg.Logger.Warn("cannot persist the delay offsets", "path", s.path, "err", err)
 			}
 		}
 	}
@@ -289,7 +291,8 @@ func (s *Service) deliver(l *level) time.Duration {
 		off := l.next
 		s.mu.Unlock()
 		if min := s.st.MinOffsetInQueue(Topic, qid); off < min {
-			s.cfg.Logf("schedule: level %d offset %d below queue min %d, skipping ahead", l.n, off, min)
+			s.cfg.Logger.Warn("delay level behind its queue's first message (retention): skipping ahead",
+				"topic", Topic, "queue", qid, "level", l.n, "offset", off, "minOffset", min)
 			off = min
 			s.advance(l, off, 0)
 		}
@@ -311,7 +314,7 @@ func (s *Service) deliver(l *level) time.Duration {
 		m, err := message.DecodeRecord(r.Messages[0], false)
 		r.Release()
 		if err != nil {
-			s.cfg.Logf("schedule: level %d offset %d: %v; skipped", l.n, off, err)
+			s.cfg.Logger.Warn("delayed message unreadable: skipped", "topic", Topic, "queue", qid, "offset", off, "err", err)
 			s.advance(l, off+1, 0)
 			continue
 		}
@@ -330,7 +333,7 @@ func (s *Service) deliver(l *level) time.Duration {
 			err = errors.New("schedule: real topic is the transaction half topic")
 		}
 		if err != nil {
-			s.cfg.Logf("schedule: level %d offset %d: %v; discarded", l.n, off, err)
+			s.cfg.Logger.Warn("delayed message without a real topic: discarded", "topic", Topic, "queue", qid, "offset", off, "err", err)
 			s.advance(l, off+1, 0)
 			continue
 		}
@@ -339,10 +342,12 @@ func (s *Service) deliver(l *level) time.Duration {
 		case err == nil:
 			s.advance(l, off+1, res.PhysicalOffset+int64(res.Size))
 		case errors.Is(err, store.ErrBadMessage) || errors.Is(err, store.ErrMessageTooLarge):
-			s.cfg.Logf("schedule: level %d offset %d: re-put to %s: %v; discarded", l.n, off, in.Topic, err)
+			s.cfg.Logger.Warn("delayed message refused by its real topic: discarded", "topic", Topic, "queue", qid, "offset", off,
+				"realTopic", in.Topic, "err", err)
 			s.advance(l, off+1, 0)
 		default:
-			s.cfg.Logf("schedule: level %d offset %d: re-put to %s: %v; retrying in %v", l.n, off, in.Topic, err, s.cfg.RetryInterval)
+			s.cfg.Logger.Warn("cannot deliver a delayed message: retrying", "topic", Topic, "queue", qid, "offset", off,
+				"realTopic", in.Topic, "err", err, "retry", s.cfg.RetryInterval)
 			return s.cfg.RetryInterval
 		}
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"log"
 	"os"
 	"syscall"
 	"time"
@@ -44,7 +43,7 @@ func (s *Store) CleanExpired() CleanStats {
 	now := s.cfg.now()
 	ratio, err := s.diskUsage()
 	if err != nil {
-		log.Printf("store: disk usage probe: %v", err)
+		s.log.Warn("disk usage probe failed", "err", err)
 	}
 	st.Forced = ratio*100 > float64(s.cfg.DiskMaxUsedSpaceRatio)
 	if s.retention.timeToDelete(now) || st.Forced {
@@ -88,15 +87,15 @@ func (s *Store) checkFreeSpace() bool {
 	cFree, cVol, err1 := s.freeSpace(s.cfg.commitLogDir())
 	iFree, iVol, err2 := s.freeSpace(s.cfg.indexDir())
 	if err1 != nil || err2 != nil {
-		log.Printf("store: free space probe: %v", errors.Join(err1, err2))
+		s.log.Warn("free space probe failed", "err", errors.Join(err1, err2))
 		return false
 	}
 	warn := func(free, need int64, dir, what string) bool {
 		if free >= need {
 			return false
 		}
-		log.Printf("store: WARN %s has %s free, less than %s (%s): creating the next file will fail, and then every write",
-			dir, sizeString(free), what, sizeString(need))
+		s.log.Warn("low disk space: creating the next file will fail, and then every write",
+			"dir", dir, "free", sizeString(free), "need", what+" ("+sizeString(need)+")")
 		return true
 	}
 	if cVol == iVol {

@@ -2,12 +2,14 @@ package store
 
 import (
 	"fmt"
-	"github.com/openrmq/rocketmq-operator/pkg/message"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
 // Flush disk types (config key flushDiskType).
@@ -29,7 +31,8 @@ const (
 )
 
 // Config configures a Store. Field names follow the Java broker.conf keys
-// (MessageStoreConfig) so the broker can map them one to one.
+// (MessageStoreConfig); broker/config parses those keys, once, into these typed
+// values (StoreConfig).
 type Config struct {
 	StorePathRootDir              string        // storePathRootDir
 	StorePathCommitLog            string        // storePathCommitLog; default <root>/commitlog
@@ -39,7 +42,7 @@ type Config struct {
 	SyncFlushTimeout              time.Duration // syncFlushTimeout (ms in broker.conf)
 	FlushIntervalCommitLog        time.Duration // flushIntervalCommitLog (ms), async flush period
 	FlushIntervalConsumeQueue     time.Duration // flushIntervalConsumeQueue (ms)
-	FileReservedTime              int           // fileReservedTime, hours
+	FileReservedTime              time.Duration // fileReservedTime (hours in broker.conf)
 	DeleteWhen                    string        // deleteWhen, hours "04" or "04;16"
 	DiskMaxUsedSpaceRatio         int           // diskMaxUsedSpaceRatio, percent
 	CleanResourceInterval         time.Duration // cleanResourceInterval (ms)
@@ -76,6 +79,11 @@ type Config struct {
 	// must be quick.
 	OnGroupCommit func(appenders int)
 
+	// Logger receives the store's log lines (nil: slog.Default() with
+	// component=store). WARN is what an
+	// operator should look at: damage found, space running out, records not queued.
+	Logger *slog.Logger
+
 	// Hooks for tests; nil means the real clock, RAM size and disk probe.
 	Now         func() time.Time
 	TotalMemory int64
@@ -93,7 +101,7 @@ func DefaultConfig(root string) Config {
 		SyncFlushTimeout:                  5 * time.Second,
 		FlushIntervalCommitLog:            500 * time.Millisecond,
 		FlushIntervalConsumeQueue:         time.Second,
-		FileReservedTime:                  72,
+		FileReservedTime:                  72 * time.Hour,
 		DeleteWhen:                        "04",
 		DiskMaxUsedSpaceRatio:             75,
 		CleanResourceInterval:             10 * time.Second,
@@ -124,6 +132,13 @@ func (c *Config) consumeQueueDir() string { return filepath.Join(c.StorePathRoot
 func (c *Config) indexDir() string        { return filepath.Join(c.StorePathRootDir, "index") }
 func (c *Config) checkpointPath() string  { return filepath.Join(c.StorePathRootDir, "checkpoint") }
 func (c *Config) abortPath() string       { return filepath.Join(c.StorePathRootDir, "abort") }
+
+func (c *Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default().With("component", "store")
+}
 
 func (c *Config) now() time.Time {
 	if c.Now != nil {

@@ -320,7 +320,7 @@ func (cq *consumeQueue) newFile(start int64, spare *mmapfile.File) (*mmapfile.Fi
 	cq.files = append(cq.files, f)
 	cq.mu.Unlock()
 	if len(old) > 0 {
-		cq.place() // TryDestroy removes by name; a failure leaves the spare name, removed as well
+		_ = cq.place() // TryDestroy removes by name; a failure leaves the spare name, removed as well
 		for _, o := range old {
 			o.TryDestroy()
 		}
@@ -427,7 +427,7 @@ func (cq *consumeQueue) truncate(phyEnd int64) {
 // dropFilesFrom removes files starting at or after byte position pos, so
 // that the newest file always holds the queue's end.
 func (cq *consumeQueue) dropFilesFrom(pos int64) {
-	cq.place() // a failure leaves the spare name, which TryDestroy then removes
+	_ = cq.place() // a failure leaves the spare name, which TryDestroy then removes
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	for n := len(cq.files); n > 1 && cq.files[n-1].Start >= pos; n = len(cq.files) {
@@ -442,7 +442,7 @@ func (cq *consumeQueue) dropFilesFrom(pos int64) {
 // commitlog offset phyMin (the newest file is always kept) and moves
 // minOffset to the first entry at or above phyMin.
 func (cq *consumeQueue) deleteBelow(phyMin int64) int {
-	cq.place() // a failure leaves the spare name, which TryDestroy then removes
+	_ = cq.place() // a failure leaves the spare name, which TryDestroy then removes
 	deleted := 0
 	for {
 		cq.mu.Lock()

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +53,7 @@ func (p *cqSpares) schedule(cq *consumeQueue) {
 	select {
 	case p.toPlace <- cq:
 	default:
-		cq.place() // on failure the next flush retries and reports it
+		_ = cq.place() // on failure the next flush retries and reports it
 	}
 }
 
@@ -105,7 +104,7 @@ func (s *Store) spareLoop() {
 		f, err := s.spares.make()
 		if err != nil {
 			if err.Error() != lastErr {
-				log.Printf("store: spare consume-queue file: %v", err)
+				s.log.Warn("cannot make a spare consume-queue file", "err", err)
 				lastErr = err.Error()
 			}
 			select {
@@ -135,7 +134,7 @@ func (s *Store) placeLoop() {
 			return
 		case cq := <-s.spares.toPlace:
 			if err := cq.place(); err != nil {
-				log.Printf("store: %v", err)
+				s.log.Error("cannot place a consume-queue file", "topic", cq.topic, "queue", cq.queueID, "err", err)
 				s.noteWriteErr(err)
 			}
 		}

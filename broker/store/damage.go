@@ -3,7 +3,7 @@ package store
 import (
 	"bufio"
 	"fmt"
-	"log"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,6 +61,7 @@ var noDamage = damagedRange{start: math.MaxInt64, end: math.MaxInt64}
 type damageSet struct {
 	path    string
 	segSize int64
+	log     *slog.Logger
 	mu      sync.Mutex // serialises add and the report file
 	ranges  atomic.Pointer[[]damagedRange]
 	count   atomic.Int64 // entries refused because of damage (reads, replication)
@@ -69,8 +70,8 @@ type damageSet struct {
 	fillers  map[int64]*filler // replication's fillers, by range start
 }
 
-func newDamageSet(path string, segSize int) *damageSet {
-	d := &damageSet{path: path, segSize: int64(segSize)}
+func newDamageSet(path string, segSize int, log *slog.Logger) *damageSet {
+	d := &damageSet{path: path, segSize: int64(segSize), log: log}
 	d.ranges.Store(&[]damagedRange{})
 	return d
 }
@@ -140,10 +141,11 @@ func (d *damageSet) report(r damagedRange, what string) {
 	}
 	line := fmt.Sprintf("%s %d %d segment=%s %s", r.kind, r.start, r.len(), mmapfile.Name(r.start-r.start%d.segSize), what)
 	if r.kind != DamageCut { // the cut is logged by recovery, with what it dropped
-		log.Printf("store: WARN damaged commitlog range %s", describeRange(r, what))
+		d.log.Warn("damaged commitlog range", "range", describeRange(r, what), "kind", r.kind,
+			"offset", r.start, "bytes", r.len())
 	}
 	if err := appendLine(d.path, time.Now().UTC().Format(time.RFC3339)+" "+line); err != nil {
-		log.Printf("store: WARN cannot write %s: %v", d.path, err)
+		d.log.Warn("cannot write the damage log", "path", d.path, "err", err)
 	}
 }
 

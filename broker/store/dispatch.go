@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/store/internal/mmapfile"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/names"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Arrival describes a message the dispatcher has just made readable
@@ -64,7 +65,7 @@ func (s *Store) dispatchLoop() {
 		}
 		err := s.dispatch()
 		if err != nil && err.Error() != lastErr {
-			log.Printf("store: dispatch: %v", err)
+			s.log.Error("dispatch failed", "err", err)
 		}
 		lastErr = ""
 		if err != nil {
@@ -178,7 +179,7 @@ func (s *Store) passDamage(seg *mmapfile.File, r damagedRange, pos int64, only m
 			return true
 		}
 		if _, err := cq.put(v.QueueOffset(), cqEntry{phy: phy, size: int32(v.Size())}, cqEntry{}); err != nil {
-			log.Printf("store: damaged record at commitlog offset %d: no gap entry: %v", phy, err)
+			s.log.Warn("damaged record: no gap entry", "topic", cq.topic, "queue", cq.queueID, "offset", phy, "err", err)
 		}
 		return true
 	})
@@ -230,7 +231,7 @@ func (s *Store) queueRecord(v *message.RecordView, phy int64, cq *consumeQueue) 
 	}
 	added, err := cq.put(qoff, e, gap)
 	if errors.Is(err, errQueueGap) {
-		log.Printf("store: WARN record at commitlog offset %d not queued: %v", phy, err)
+		s.log.Warn("record not queued", "topic", cq.topic, "queue", cq.queueID, "offset", phy, "err", err)
 		return nil
 	}
 	if err != nil {
@@ -277,8 +278,8 @@ func (s *Store) queueable(v *message.RecordView, phy int64) bool {
 		return true
 	}
 	if n := s.unqueueable.Add(1); n%1000 == 1 {
-		log.Printf("store: record at commitlog offset %d has topic %q queue %d, which cannot be queued: not dispatched (%d such records)",
-			phy, v.Topic(), v.QueueID(), n)
+		s.log.Warn("record with a topic or queue that cannot be queued: not dispatched",
+			"topic", string(v.Topic()), "queue", v.QueueID(), "offset", phy, "records", n)
 	}
 	return false
 }
@@ -301,7 +302,7 @@ func (s *Store) tagsCode(v *message.RecordView, props []byte) int64 {
 }
 
 // ScheduleTopic holds delayed messages, one queue per delay level.
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+const ScheduleTopic = protocol.ScheduleTopic
 
 // DeliverTime is the delivery time (ms) of a message of the given delay
 // level stored at storeTs; levels above the highest use the highest.
@@ -367,7 +368,7 @@ func (s *Store) loadConsumeQueues() error {
 			continue
 		}
 		if err := names.Topic(t.Name()); err != nil {
-			log.Printf("store: %s/%s is not a topic's queues (%v): left alone", root, t.Name(), err)
+			s.log.Warn("not a topic's queues: left alone", "dir", filepath.Join(root, t.Name()), "err", err)
 			continue
 		}
 		qs, err := os.ReadDir(filepath.Join(root, t.Name()))

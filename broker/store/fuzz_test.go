@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"net/netip"
 	"os"
@@ -101,7 +102,7 @@ func FuzzScanCommitLog(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cl := fuzzCommitLog(data)
-		s := &Store{cl: cl, damage: newDamageSet(filepath.Join(t.TempDir(), DamageLogFile), fuzzSegSize)}
+		s := &Store{cl: cl, damage: newDamageSet(filepath.Join(t.TempDir(), DamageLogFile), fuzzSegSize, slog.New(slog.DiscardHandler))}
 		total := int64(len(cl.segs) * fuzzSegSize)
 		end, skipped := s.scanCommitLog(0, total)
 		if end < 0 || end > total {

@@ -74,6 +74,17 @@ func (s *Store) checkRaw(phy int64, rec []byte) error {
 	return fmt.Errorf("%w: record at commitlog offset %d: %w", ErrCorrupt, phy, err)
 }
 
+// CopyRawMessage returns a copy of the record at commitlog offset phy: what
+// a caller keeps past the mapping's lifetime (an admin lookup's response).
+func (s *Store) CopyRawMessage(phy int64) ([]byte, error) {
+	raw, err := s.GetRawMessage(phy)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Release()
+	return append([]byte(nil), raw.Data...), nil
+}
+
 // GetMessageByOffset decodes (and copies) the record at commitlog offset
 // phy, as VIEW_MESSAGE_BY_ID needs.
 func (s *Store) GetMessageByOffset(phy int64) (*message.MessageExt, error) {
@@ -184,12 +195,12 @@ func (s *Store) OffsetInQueueByTime(topic string, qid int32, ts int64) int64 {
 	lo, hi := cq.minOffset.Load(), cq.maxOffset.Load()
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		t := s.MessageStoreTime(topic, qid, mid)
-		if t >= 0 && t < ts {
+		switch t := s.MessageStoreTime(topic, qid, mid); {
+		case t >= 0 && t < ts:
 			lo = mid + 1
-		} else if t < 0 && mid == lo {
+		case t < 0 && mid == lo:
 			lo = mid + 1 // removed entry at the head: look right
-		} else {
+		default:
 			hi = mid
 		}
 	}

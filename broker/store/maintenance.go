@@ -1,7 +1,6 @@
 package store
 
 import (
-	"log"
 	"os"
 )
 
@@ -48,7 +47,8 @@ func (s *Store) CleanExpiredConsumeQueues() int {
 		}
 	}
 	for _, cq := range expired {
-		log.Printf("store: consume queue %s/%d expired (last entry below commitlog min %d): removed", cq.topic, cq.queueID, minPhy)
+		s.log.Info("consume queue expired (last entry below the commitlog's first offset): removed",
+			"topic", cq.topic, "queue", cq.queueID, "commitLogMinOffset", minPhy)
 		s.removeQueues(cq.topic, func(qid int32) bool { return qid == cq.queueID })
 	}
 	return len(expired)
@@ -67,7 +67,7 @@ func (s *Store) CleanUnusedTopics(keep func(topic string) bool) []string {
 	}
 	s.cqMu.RUnlock()
 	for _, topic := range unused {
-		log.Printf("store: topic %s has no config: its consume queues removed", topic)
+		s.log.Info("topic has no config: its consume queues removed", "topic", topic)
 		s.removeQueues(topic, func(int32) bool { return true })
 	}
 	return unused

@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"log"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/names"
@@ -101,8 +100,8 @@ func (s *Store) refused(cq *consumeQueue, qoff int64, e cqEntry, c entryCheck, e
 		s.noteDamaged(cq, qoff, e, err)
 	case entryWrong:
 		if n := s.wrongEntries.Add(1); n%1000 == 1 {
-			log.Printf("store: WARN consume queue %s/%d entry %d (commitlog %d, %d bytes) %v: skipped (%d such entries)",
-				cq.topic, cq.queueID, qoff, e.phy, e.size, err, n)
+			s.log.Warn("consume-queue entry points at no fitting record: skipped", "topic", cq.topic, "queue", cq.queueID,
+				"queueOffset", qoff, "offset", e.phy, "size", e.size, "err", err, "entries", n)
 		}
 	}
 }
@@ -146,7 +145,8 @@ func (s *Store) checkQueueTails() map[*consumeQueue]int64 {
 			if c != entryWrong {
 				break
 			}
-			log.Printf("store: WARN consume queue %s/%d entry %d (commitlog %d, %d bytes) %v: cut", cq.topic, cq.queueID, q, e.phy, e.size, err)
+			s.log.Warn("consume-queue entry damaged: cut", "topic", cq.topic, "queue", cq.queueID,
+				"queueOffset", q, "offset", e.phy, "size", e.size, "err", err)
 			cut = q
 			cq.cutFrom(q)
 		}
@@ -158,8 +158,8 @@ func (s *Store) checkQueueTails() map[*consumeQueue]int64 {
 			from = max(from, e.phy+int64(e.size))
 		}
 		rebuild[cq] = from
-		log.Printf("store: WARN consume queue %s/%d damaged from queue offset %d: cut, rebuilding it from commitlog offset %d",
-			cq.topic, cq.queueID, cut, from)
+		s.log.Warn("consume queue damaged: cut, rebuilding it from the commitlog", "topic", cq.topic, "queue", cq.queueID,
+			"queueOffset", cut, "offset", from)
 	}
 	return rebuild
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"log"
 	"os"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
@@ -261,7 +260,7 @@ func (s *Store) cutCommitLog(end int64) error {
 		if what == "" {
 			what = "later segments only"
 		}
-		log.Printf("store: unclean shutdown: commitlog cut at offset %d, about %d bytes dropped (%s)", end, lost, what)
+		s.log.Warn("unclean shutdown: commitlog cut", "offset", end, "bytesDropped", lost, "what", what)
 	}
 	s.cl.wrote.Store(end)
 	return nil

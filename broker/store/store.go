@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -29,6 +30,7 @@ import (
 // locks under which the file was found.
 type Store struct {
 	cfg         Config
+	log         *slog.Logger
 	delayLevels []time.Duration
 	retention   retention
 
@@ -90,14 +92,14 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s := &Store{
-		cfg: cfg, delayLevels: levels, retention: retention{hours: hours, keep: time.Duration(cfg.FileReservedTime) * time.Hour},
+		cfg: cfg, log: cfg.logger(), delayLevels: levels, retention: retention{hours: hours, keep: cfg.FileReservedTime},
 		cqs:        map[string]map[int32]*consumeQueue{},
 		queueTable: map[cqKey]int64{},
 		kickDisp:   make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 	}
 	s.memLimit = totalMemory(cfg.TotalMemory) * int64(cfg.AccessMessageInMemoryMaxRatio) / 100
-	s.damage = newDamageSet(filepath.Join(cfg.StorePathRootDir, DamageLogFile), cfg.MappedFileSizeCommitLog)
+	s.damage = newDamageSet(filepath.Join(cfg.StorePathRootDir, DamageLogFile), cfg.MappedFileSizeCommitLog, s.log)
 	removeSpares(cfg.consumeQueueDir())
 	s.spares = newCQSpares(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue)
 	var err error

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -116,7 +117,7 @@ func CheckFiles(cfg Config) (*FileReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	known := newDamageSet(filepath.Join(cfg.StorePathRootDir, DamageLogFile), cfg.MappedFileSizeCommitLog)
+	known := newDamageSet(filepath.Join(cfg.StorePathRootDir, DamageLogFile), cfg.MappedFileSizeCommitLog, cfg.logger())
 	known.replace(readDamageLog(known.path))
 	damaged, tail := scanReadOnly(cfg, cl, known, queues, unclean, rep)
 	for _, q := range queues {
@@ -251,7 +252,7 @@ func scanReadOnly(cfg Config, cl *commitLog, known *damageSet, queues []*queueFi
 	first := cl.segs[0].Start
 	last := cl.segs[len(cl.segs)-1]
 	reach := segEnd(last)
-	found := newDamageSet("", cl.segSize)
+	found := newDamageSet("", cl.segSize, slog.New(slog.DiscardHandler)) // reported by the Report
 	for _, r := range known.list() {
 		if r.start >= first && r.end <= reach {
 			found.addLocked(r)

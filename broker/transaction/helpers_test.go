@@ -45,7 +45,7 @@ func (f *fixture) open() {
 // service returns a stopped service on f's clock; tests run its scans with
 // scan, the loop only in TestCheckLoop.
 func (f *fixture) service(checker Checker, edit func(*Config)) *Service {
-	cfg := Config{CheckInterval: time.Hour, TransactionTimeout: 300 * time.Millisecond, CheckMax: 15, Now: f.clk.Now, Logf: f.t.Logf}
+	cfg := Config{CheckInterval: time.Hour, TransactionTimeout: 300 * time.Millisecond, CheckMax: 15, Now: f.clk.Now, Logger: storetest.Logger(f.t)}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -6,16 +6,18 @@ import (
 	"strconv"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // Topics, group and tag of the transaction machinery.
 const (
-	HalfTopic = "RMQ_SYS_TRANS_HALF_TOPIC"
-	OpTopic   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	HalfTopic = protocol.TransHalfTopic
+	OpTopic   = protocol.TransOpHalfTopic
 	// DiscardTopic receives half messages checked too often (1 queue;
 	// the broker registers it, perm 6, like Java's
 	// createTopicOfTranCheckMaxTime).
-	DiscardTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
+	DiscardTopic = protocol.TransCheckMaxTimeTopic
 	// SysGroup is the consumer group whose offsets record the check progress.
 	SysGroup = "CID_RMQ_SYS_TRANS"
 	// RemoveTag tags op messages.
@@ -57,9 +59,9 @@ func IsPrepared(m *message.Message) bool {
 // stay. The broker's send path calls it before PutMessage.
 func ToHalf(m *message.Message) error {
 	props := message.DecodeProperties(m.Properties)
-	props[message.PropertyRealTopic] = m.Topic
-	props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	p, err := message.EncodeProperties(props)
+	props.Set(message.PropertyRealTopic, m.Topic)
+	props.Set(message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	p, err := props.Encode()
 	if err != nil {
 		return err
 	}
@@ -74,14 +76,14 @@ func ToHalf(m *message.Message) error {
 // prepared-transaction offset = the half message's commitlog offset.
 func realMessage(h *message.MessageExt) (*message.Message, error) {
 	props := message.DecodeProperties(h.Properties)
-	topic := props[message.PropertyRealTopic]
-	qid, err := strconv.Atoi(props[message.PropertyRealQueueID])
+	topic := props.Get(message.PropertyRealTopic)
+	qid, err := strconv.Atoi(props.Get(message.PropertyRealQueueID))
 	if topic == "" || err != nil || qid < 0 {
 		return nil, fmt.Errorf("%w: no REAL_TOPIC/REAL_QID at commitlog offset %d", ErrNotHalf, h.PhysicalOffset)
 	}
-	delete(props, message.PropertyRealTopic)
-	delete(props, message.PropertyRealQueueID)
-	p, err := message.EncodeProperties(props)
+	props.Delete(message.PropertyRealTopic)
+	props.Delete(message.PropertyRealQueueID)
+	p, err := props.Encode()
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +99,7 @@ func realMessage(h *message.MessageExt) (*message.Message, error) {
 func opMessage(halfOffset, now int64, h *message.MessageExt) *message.Message {
 	return &message.Message{
 		Topic: OpTopic, QueueID: halfQueueID, Body: []byte(strconv.FormatInt(halfOffset, 10)),
-		Properties:    message.PropertyTags + "\x01" + RemoveTag + "\x02",
+		Properties:    message.AppendProperty("", message.PropertyTags, RemoveTag),
 		BornTimestamp: now, BornHost: h.StoreHost,
 	}
 }
@@ -107,9 +109,9 @@ func opMessage(halfOffset, now int64, h *message.MessageExt) *message.Message {
 func renewHalf(h *message.MessageExt, set map[string]string) (*message.Message, error) {
 	props := message.DecodeProperties(h.Properties)
 	for k, v := range set {
-		props[k] = v
+		props.Set(k, v)
 	}
-	p, err := message.EncodeProperties(props)
+	p, err := props.Encode()
 	if err != nil {
 		return nil, err
 	}

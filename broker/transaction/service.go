@@ -2,7 +2,7 @@ package transaction
 
 import (
 	"fmt"
-	"log"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -69,7 +69,9 @@ type Config struct {
 	// TransactionTimeout). See Service.ended.
 	EndedTTL time.Duration
 	Now      func() time.Time
-	Logf     func(format string, args ...any)
+	// Logger defaults to slog.Default() with component=transaction. WARN lines are
+	// transactions discarded or at risk (an op record not written).
+	Logger *slog.Logger
 }
 
 // Service ends transactions and runs the periodic check.
@@ -119,8 +121,8 @@ func New(st Store, offsets Offsets, checker Checker, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default().With("component", "transaction")
 	}
 	return &Service{st: st, offsets: offsets, checker: checker, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}),
 		ended: map[string]time.Time{}}
@@ -173,7 +175,7 @@ func (s *Service) loop() {
 			return
 		case <-t.C:
 			if _, err := s.Check(); err != nil {
-				s.cfg.Logf("transaction: check: %v", err)
+				s.cfg.Logger.Warn("transaction check failed", "err", err)
 			}
 		}
 	}
@@ -214,7 +216,8 @@ func (s *Service) EndTransaction(req EndRequest) (*store.PutResult, error) {
 	}
 	id := half.Property(message.PropertyUniqClientMessageIDKey)
 	if !s.markEnded(id) {
-		s.cfg.Logf("transaction: %s of producer group %s already ended; answer for half offset %d ignored", id, req.ProducerGroup, half.QueueOffset)
+		s.cfg.Logger.Info("transaction already ended: answer ignored", "msgId", id, "producerGroup", req.ProducerGroup,
+			"topic", HalfTopic, "queue", halfQueueID, "offset", half.QueueOffset)
 		return nil, nil
 	}
 	var res *store.PutResult
@@ -234,7 +237,8 @@ func (s *Service) EndTransaction(req EndRequest) (*store.PutResult, error) {
 	if _, err := s.st.PutMessage(opMessage(half.QueueOffset, s.cfg.Now().UnixMilli(), half)); err != nil {
 		// The transaction is ended but will be checked again; a second
 		// commit answer would deliver twice.
-		s.cfg.Logf("transaction: op message for half offset %d: %v", half.QueueOffset, err)
+		s.cfg.Logger.Warn("cannot write a transaction's op record: it will be checked again", "topic", OpTopic,
+			"halfOffset", half.QueueOffset, "err", err)
 	}
 	return res, nil
 }
@@ -245,24 +249,64 @@ type CheckStats struct {
 	HalfOffset, OpOffset              int64 // where the scan ended (committed once flushed)
 }
 
-// Check runs one scan now (the loop calls it every CheckInterval).
+// Check runs one scan now (the loop calls it every CheckInterval): it reads the op
+// records written since the last scan (which half messages are done), then walks the
+// half queue from where the last scan ended, deciding each message (halfMessage), and
+// records where it stopped, to be committed once the copies it put are flushed.
 func (s *Service) Check() (CheckStats, error) {
 	s.scanMu.Lock()
 	defer s.scanMu.Unlock()
-	var st CheckStats
-	begin := s.cfg.Now().UnixMilli()
+	sc := &scan{s: s, begin: s.cfg.Now().UnixMilli()}
 	s.sweepEnded()
 	s.commitFlushed()
 
 	halfOff := s.startOffset(HalfTopic)
 	opOff := s.startOffset(OpTopic)
 	halfMax := s.st.MaxOffsetInQueue(HalfTopic, halfQueueID)
-	st.HalfOffset, st.OpOffset = halfOff, opOff
+	sc.st.HalfOffset, sc.st.OpOffset = halfOff, opOff
+	opRefs, removed := s.readOps(opOff)
+	sc.removed = removed
 
-	// Ops from opOff: which half offsets are done.
+	i := halfOff
+	for ; i < halfMax && !s.stopping(); i++ {
+		if removed[i] {
+			sc.st.Done++
+			continue
+		}
+		h, next, err := s.halfAt(i)
+		if err != nil {
+			return sc.st, err
+		}
+		if h == nil {
+			if next > i {
+				i = next - 1 // records gone (retention)
+				continue
+			}
+			break
+		}
+		if !sc.halfMessage(i, h) {
+			break
+		}
+	}
+
+	newOp := opOff
+	for j := 0; j < len(opRefs) && opRefs[j] < i; j++ {
+		newOp++
+	}
+	s.pos = &progress{half: i, op: newOp, phyEnd: sc.lastPut}
+	s.pending = append(s.pending, *s.pos)
+	s.commitFlushed()
+	sc.st.HalfOffset, sc.st.OpOffset = i, newOp
+	return sc.st, nil
+}
+
+// readOps reads the op records from opOff: refs[j] is the half offset op opOff+j names
+// (-1 when unreadable or gone), removed the set of half offsets they mark done (below
+// the scan's start too: a copy's TRAN_PREPARED_QUEUE_OFFSET may name one). scanMu held.
+func (s *Service) readOps(opOff int64) (refs []int64, removed map[int64]bool) {
 	opMax := s.st.MaxOffsetInQueue(OpTopic, halfQueueID)
-	opRefs := make([]int64, 0, opMax-opOff) // half offset named by op opOff+j
-	removed := map[int64]bool{}
+	refs = make([]int64, 0, max(opMax-opOff, 0))
+	removed = map[int64]bool{}
 	for off := opOff; off < opMax; {
 		r := s.st.GetMessage(OpTopic, halfQueueID, off, 32, 0, nil)
 		if r.Status != store.Found {
@@ -271,7 +315,7 @@ func (s *Service) Check() (CheckStats, error) {
 				break
 			}
 			for ; off < r.NextBeginOffset; off++ {
-				opRefs = append(opRefs, -1)
+				refs = append(refs, -1)
 			}
 			continue
 		}
@@ -283,115 +327,102 @@ func (s *Service) Check() (CheckStats, error) {
 					ref = n
 				}
 			}
-			opRefs = append(opRefs, ref)
+			refs = append(refs, ref)
 			if ref >= 0 {
-				removed[ref] = true // below halfOff it still serves TRAN_PREPARED_QUEUE_OFFSET
+				removed[ref] = true
 			}
 		}
 		off = r.NextBeginOffset
 		r.Release()
 	}
+	return refs, removed
+}
 
-	var lastPut int64
-	putCopy := func(h *message.MessageExt, set map[string]string) (*store.PutResult, error) {
-		m, err := renewHalf(h, set)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.st.PutMessage(m)
-		if err == nil {
-			lastPut = res.PhysicalOffset + int64(res.Size)
-			st.Renewed++
-		}
-		return res, err
-	}
+// scan is the state of one Check.
+type scan struct {
+	s       *Service
+	begin   int64          // ms: half messages stored from then on wait for the next scan
+	removed map[int64]bool // half offsets an op record marks done
+	st      CheckStats
+	lastPut int64 // end of the last copy put: the position is durable once flushed there
+}
 
-	i := halfOff
-scan:
-	for ; i < halfMax; i++ {
-		if s.stopping() {
-			break
-		}
-		if removed[i] {
-			st.Done++
-			continue
-		}
-		h, next, err := s.halfAt(i)
-		if err != nil {
-			return st, err
-		}
-		if h == nil {
-			if next > i {
-				i = next - 1 // records gone (retention)
-				continue
-			}
-			break
-		}
-		if h.StoreTimestamp >= begin {
-			break // put during this scan
-		}
-		if s.isEnded(h.Property(message.PropertyUniqClientMessageIDKey)) {
-			st.Done++ // another copy of an ended transaction
-			continue
-		}
-		if po, err := strconv.ParseInt(h.Property(message.PropertyTranPreparedQueueOffset), 10, 64); err == nil && removed[po] {
-			st.Done++ // a copy whose original was ended
-			continue
-		}
-		times := 0
-		if v := h.Property(message.PropertyTransactionCheckTimes); v != "" {
-			times, _ = strconv.Atoi(v)
-		}
-		age := begin - h.BornTimestamp
-		if times >= s.cfg.CheckMax || age > s.cfg.FileReservedTime.Milliseconds() {
-			s.discard(h, i, times)
-			st.Discarded++
-			continue
-		}
-		immunity := s.cfg.TransactionTimeout.Milliseconds()
-		immuneSet := false
-		if v := h.Property(message.PropertyCheckImmunityTimeInSecond); v != "" {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				immuneSet = true
-				if n != -1 {
-					immunity = n * 1000
-				}
-			}
-		}
-		if age >= 0 && age < immunity {
-			if !immuneSet {
-				break scan // not due; later half messages are younger
-			}
-			// A long immunity must not hold up the queue: move the message
-			// to the end, remembering where it started.
-			set := map[string]string{}
-			if h.Property(message.PropertyTranPreparedQueueOffset) == "" {
-				set[message.PropertyTranPreparedQueueOffset] = strconv.FormatInt(i, 10)
-			}
-			if _, err := putCopy(h, set); err != nil {
-				s.cfg.Logf("transaction: renew half message at %d: %v", i, err)
-				break scan
-			}
-			continue
-		}
-		res, err := putCopy(h, map[string]string{message.PropertyTransactionCheckTimes: strconv.Itoa(times + 1)})
-		if err != nil {
-			s.cfg.Logf("transaction: renew half message at %d: %v", i, err)
-			break scan
-		}
-		st.Checked++
-		s.sendCheck(res)
+// putCopy puts a renewed copy of h at the end of the half queue.
+func (sc *scan) putCopy(h *message.MessageExt, set map[string]string) (*store.PutResult, error) {
+	m, err := renewHalf(h, set)
+	if err != nil {
+		return nil, err
 	}
+	res, err := sc.s.st.PutMessage(m)
+	if err == nil {
+		sc.lastPut = res.PhysicalOffset + int64(res.Size)
+		sc.st.Renewed++
+	}
+	return res, err
+}
 
-	newOp := opOff
-	for j := 0; j < len(opRefs) && opRefs[j] < i; j++ {
-		newOp++
+// halfMessage decides the half message h at queue offset i: done (ended, or a copy of
+// one that was), discarded (checked too often, or older than the files are kept), moved
+// to the end (a long immunity), or checked (a renewed copy put and its producer asked).
+// It reports false where the scan stops: h is younger than the scan or not due, and
+// the rest are younger still, or a put failed.
+func (sc *scan) halfMessage(i int64, h *message.MessageExt) bool {
+	s := sc.s
+	if h.StoreTimestamp >= sc.begin {
+		return false // put during this scan
 	}
-	s.pos = &progress{half: i, op: newOp, phyEnd: lastPut}
-	s.pending = append(s.pending, *s.pos)
-	s.commitFlushed()
-	st.HalfOffset, st.OpOffset = i, newOp
-	return st, nil
+	if s.isEnded(h.Property(message.PropertyUniqClientMessageIDKey)) {
+		sc.st.Done++ // another copy of an ended transaction
+		return true
+	}
+	if po, err := strconv.ParseInt(h.Property(message.PropertyTranPreparedQueueOffset), 10, 64); err == nil && sc.removed[po] {
+		sc.st.Done++ // a copy whose original was ended
+		return true
+	}
+	times := 0
+	if v := h.Property(message.PropertyTransactionCheckTimes); v != "" {
+		times, _ = strconv.Atoi(v)
+	}
+	age := sc.begin - h.BornTimestamp
+	if times >= s.cfg.CheckMax || age > s.cfg.FileReservedTime.Milliseconds() {
+		s.discard(h, i, times)
+		sc.st.Discarded++
+		return true
+	}
+	immunity := s.cfg.TransactionTimeout.Milliseconds()
+	immuneSet := false
+	if v := h.Property(message.PropertyCheckImmunityTimeInSecond); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			immuneSet = true
+			if n != -1 {
+				immunity = n * 1000
+			}
+		}
+	}
+	if age >= 0 && age < immunity {
+		if !immuneSet {
+			return false // not due; later half messages are younger
+		}
+		// A long immunity must not hold up the queue: move the message to the end,
+		// remembering where it started.
+		set := map[string]string{}
+		if h.Property(message.PropertyTranPreparedQueueOffset) == "" {
+			set[message.PropertyTranPreparedQueueOffset] = strconv.FormatInt(i, 10)
+		}
+		if _, err := sc.putCopy(h, set); err != nil {
+			s.cfg.Logger.Warn("cannot renew a half message", "topic", HalfTopic, "queue", halfQueueID, "offset", i, "err", err)
+			return false
+		}
+		return true
+	}
+	res, err := sc.putCopy(h, map[string]string{message.PropertyTransactionCheckTimes: strconv.Itoa(times + 1)})
+	if err != nil {
+		s.cfg.Logger.Warn("cannot renew a half message", "topic", HalfTopic, "queue", halfQueueID, "offset", i, "err", err)
+		return false
+	}
+	sc.st.Checked++
+	s.sendCheck(res)
+	return true
 }
 
 // progress is a scan position; it may be committed once the commitlog is
@@ -452,7 +483,7 @@ func (s *Service) halfAt(i int64) (*message.MessageExt, int64, error) {
 	}
 	h, err := message.DecodeRecord(r.Messages[0], false)
 	if err != nil {
-		s.cfg.Logf("transaction: half queue offset %d: %v; skipped", i, err)
+		s.cfg.Logger.Warn("half message unreadable: skipped", "topic", HalfTopic, "queue", halfQueueID, "offset", i, "err", err)
 		return nil, i + 1, nil
 	}
 	return h, i + 1, nil
@@ -464,7 +495,7 @@ func (s *Service) sendCheck(res *store.PutResult) {
 	}
 	m, err := s.st.GetMessageByOffset(res.PhysicalOffset)
 	if err != nil {
-		s.cfg.Logf("transaction: read renewed half message: %v", err)
+		s.cfg.Logger.Warn("cannot read a renewed half message", "offset", res.PhysicalOffset, "err", err)
 		return
 	}
 	req := &CheckRequest{
@@ -528,15 +559,15 @@ func (s *Service) sweepEnded() {
 // TRANS_CHECK_MAX_TIME_TOPIC, where it can be looked at but is never
 // delivered (Java's DefaultTransactionalMessageCheckListener).
 func (s *Service) discard(h *message.MessageExt, off int64, times int) {
-	s.cfg.Logf("transaction: half message %s (real topic %s, producer group %s, half offset %d, checked %d times) discarded to %s",
-		h.Property(message.PropertyUniqClientMessageIDKey), h.Property(message.PropertyRealTopic),
-		h.Property(message.PropertyProducerGroup), off, times, DiscardTopic)
+	s.cfg.Logger.Warn("half message discarded: checked too often or too old", "msgId", h.Property(message.PropertyUniqClientMessageIDKey),
+		"realTopic", h.Property(message.PropertyRealTopic), "producerGroup", h.Property(message.PropertyProducerGroup),
+		"topic", HalfTopic, "queue", halfQueueID, "offset", off, "checks", times, "to", DiscardTopic)
 	m, err := renewHalf(h, nil)
 	if err == nil {
 		m.Topic = DiscardTopic
 		_, err = s.st.PutMessage(m)
 	}
 	if err != nil {
-		s.cfg.Logf("transaction: put discarded half message to %s: %v", DiscardTopic, err)
+		s.cfg.Logger.Warn("cannot put a discarded half message", "topic", DiscardTopic, "err", err)
 	}
 }

@@ -165,7 +165,7 @@ func TestCheckLoop(t *testing.T) {
 	rec := newRecorder()
 	start := time.Now()
 	moving := func() time.Time { return f.clk.Now().Add(time.Since(start)) } // the store's clock stands still
-	svc := New(f.st, f.offs, rec.check, Config{CheckInterval: 20 * time.Millisecond, TransactionTimeout: 50 * time.Millisecond, Now: moving, Logf: t.Logf})
+	svc := New(f.st, f.offs, rec.check, Config{CheckInterval: 20 * time.Millisecond, TransactionTimeout: 50 * time.Millisecond, Now: moving, Logger: storetest.Logger(t)})
 	svc.Start()
 	defer svc.Close()
 	f.sendHalf("T", 0, "looped", "pg", nil)
@@ -343,7 +343,7 @@ func TestOffsetsWaitForFlush(t *testing.T) {
 	f := newFixture(t)
 	defer f.st.Close()
 	rec := newRecorder()
-	svc := New(noFlush{f.st}, f.offs, rec.check, Config{TransactionTimeout: 50 * time.Millisecond, Now: f.clk.Now, Logf: t.Logf})
+	svc := New(noFlush{f.st}, f.offs, rec.check, Config{TransactionTimeout: 50 * time.Millisecond, Now: f.clk.Now, Logger: storetest.Logger(t)})
 	f.sendHalf("T", 0, "x", "pg", nil)
 	if s := f.scan(svc, 60*time.Millisecond); s.Checked != 1 || s.HalfOffset != 1 {
 		t.Fatalf("scan %+v", s)

@@ -122,7 +122,9 @@ func run() int {
 	}
 	if err := b.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "broker:", err)
-		b.Shutdown(context.Background())
+		if err := b.Shutdown(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "broker: shutdown:", err)
+		}
 		return 1
 	}
 	fmt.Printf("The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n",

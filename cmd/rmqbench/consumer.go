@@ -130,7 +130,7 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				startQueues(false)
+				_ = startQueues(false) // a failed route lookup is tried again at the next tick
 			}
 		}
 	}()

@@ -36,7 +36,9 @@ Run "rmqbench producer -h" or "rmqbench consumer -h" for the flags.
 	os.Exit(2)
 }
 
-func main() {
+func main() { os.Exit(run()) }
+
+func run() int {
 	if len(os.Args) < 2 {
 		usage()
 	}
@@ -56,8 +58,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rmqbench:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func defaultNamesrv() string {
@@ -84,7 +87,7 @@ func producerMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&o.create, "c", false, "create (or update) the topic on every master first")
 	fs.IntVar(&o.queues, "q", 8, "read/write queues per broker for -c")
 	fs.DurationVar(&o.sendTimeout, "timeout", 3*time.Second, "send timeout")
-	fs.Parse(args)
+	_ = fs.Parse(args) // flag.ExitOnError: a bad flag exits
 	if o.threads < 1 || o.size < 1 || o.inflight < 1 || o.queues < 1 {
 		return fmt.Errorf("-w, -s, -inflight and -q must be positive")
 	}
@@ -104,7 +107,7 @@ func consumerMain(ctx context.Context, args []string, out io.Writer) error {
 	fs.Int64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
 	fs.IntVar(&o.batch, "b", 32, "maxMsgNums per pull")
 	fs.DurationVar(&o.suspend, "suspend", 15*time.Second, "long-polling time the broker may hold a pull")
-	fs.Parse(args)
+	_ = fs.Parse(args) // flag.ExitOnError: a bad flag exits
 	_, err := runConsumer(ctx, o, out)
 	return err
 }

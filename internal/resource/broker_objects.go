@@ -29,7 +29,7 @@ type brokerConfigMap struct{ brokerGroup }
 
 func (b *brokerConfigMap) Build() (client.Object, error) {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: b.name() + "-config", Namespace: b.Instance.Namespace}}, nil
+		Name: BrokerGroupConfigMapName(b.Instance, b.index), Namespace: b.Instance.Namespace}}, nil
 }
 
 func (b *brokerConfigMap) Update(obj client.Object) error {
@@ -47,7 +47,7 @@ type brokerHeadlessService struct{ brokerGroup }
 
 func (b *brokerHeadlessService) Build() (client.Object, error) {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{
-		Name: b.name() + "-headless", Namespace: b.Instance.Namespace}}, nil
+		Name: BrokerGroupServiceName(b.Instance, b.index), Namespace: b.Instance.Namespace}}, nil
 }
 
 func (b *brokerHeadlessService) Update(obj client.Object) error {

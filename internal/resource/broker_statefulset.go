@@ -37,7 +37,7 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 	sts.Spec.Replicas = ptr.To(br.Spec.ReplicasPerGroup)
 	if sts.CreationTimestamp.IsZero() {
 		sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: b.selector()}
-		sts.Spec.ServiceName = b.name() + "-headless"
+		sts.Spec.ServiceName = BrokerGroupServiceName(b.Instance, b.index)
 		sts.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate(
 			brokerStoreClaim, b.labels(), br.Spec.Storage.Size, "20Gi", br.Spec.Storage.StorageClassName)}
@@ -58,7 +58,7 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 		map[string]string{ConfigHashAnnotation: BrokerConfigHash(br, b.index)})
 	applyPodOverrides(&tpl.Spec, br.Spec.ContainerSpec)
 	tpl.Spec.Volumes = []corev1.Volume{
-		configVolume("config", b.name()+"-config"),
+		configVolume("config", BrokerGroupConfigMapName(b.Instance, b.index)),
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "config", MountPath: brokerConfDir, ReadOnly: true},

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -204,6 +205,40 @@ func buildSTS(t *testing.T, br *v1alpha1.Broker, key string) *appsv1.StatefulSet
 	t.Helper()
 	objs := build(t, (&BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}).Builders())
 	return objs[key].(*appsv1.StatefulSet)
+}
+
+func TestBrokerGroupIndex(t *testing.T) {
+	for in, want := range map[string]int32{"broker-a": 0, "broker-c": 2, "broker-z": 25} {
+		if got, ok := BrokerGroupIndex(in); !ok || got != want {
+			t.Errorf("%s: %d %v", in, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "broker-", "broker-A", "broker-aa", "other-a"} {
+		if _, ok := BrokerGroupIndex(bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// The names a scale-in deletes are the names the builders make.
+func TestBrokerGroupObjectsAreTheBuiltChildren(t *testing.T) {
+	br := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: "rmq", Namespace: "ns"}}
+	br.Spec.Groups, br.Spec.ReplicasPerGroup = 2, 2
+	built := map[string]bool{}
+	for _, b := range (&BrokerBuilder{Instance: br}).Builders() {
+		obj, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		built[fmt.Sprintf("%T/%s", obj, obj.GetName())] = true
+	}
+	for i := range br.Spec.Groups {
+		for _, obj := range BrokerGroupObjects(br, i) {
+			if k := fmt.Sprintf("%T/%s", obj, obj.GetName()); !built[k] || obj.GetNamespace() != "ns" {
+				t.Errorf("group %d: %s (namespace %q) is not a built child", i, k, obj.GetNamespace())
+			}
+		}
+	}
 }
 
 // TestSlavesFollowTheMastersName: a slave's haMasterAddress is its master's stable DNS

@@ -48,6 +48,14 @@ func (b *NameServerBuilder) Builders() []Builder {
 // NameServerHeadlessServiceName gives each pod a stable DNS name <pod>.<headless>.<ns>.svc.
 func NameServerHeadlessServiceName(ns *v1alpha1.NameServer) string { return ns.Name + "-headless" }
 
+// NameServerStatefulSetName is the ensemble's StatefulSet: the NameServer's own name.
+func NameServerStatefulSetName(ns *v1alpha1.NameServer) string { return ns.Name }
+
+// NameServerPodName is the StatefulSet's pod of ordinal i.
+func NameServerPodName(ns *v1alpha1.NameServer, i int32) string {
+	return fmt.Sprintf("%s-%d", NameServerStatefulSetName(ns), i)
+}
+
 // NameServerConfigMapName holds namesrv.conf.
 func NameServerConfigMapName(ns *v1alpha1.NameServer) string { return ns.Name + "-config" }
 
@@ -70,7 +78,7 @@ func NameServerAddressURL(ns *v1alpha1.NameServer) string {
 func NameServerAddress(ns *v1alpha1.NameServer) string {
 	addrs := make([]string, 0, ns.Spec.Replicas)
 	for i := range ns.Spec.Replicas {
-		addrs = append(addrs, fmt.Sprintf("%s-%d.%s.%s.svc:%d", ns.Name, i,
+		addrs = append(addrs, fmt.Sprintf("%s.%s.%s.svc:%d", NameServerPodName(ns, i),
 			NameServerHeadlessServiceName(ns), ns.Namespace, ns.Spec.Ports.ListenPort))
 	}
 	return strings.Join(addrs, ";")

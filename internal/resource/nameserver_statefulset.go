@@ -17,7 +17,7 @@ type nameServerStatefulSet struct{ *NameServerBuilder }
 
 func (b *nameServerStatefulSet) Build() (client.Object, error) {
 	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{
-		Name: b.Instance.Name, Namespace: b.Instance.Namespace}}, nil
+		Name: NameServerStatefulSetName(b.Instance), Namespace: b.Instance.Namespace}}, nil
 }
 
 func (b *nameServerStatefulSet) Update(obj client.Object) error {

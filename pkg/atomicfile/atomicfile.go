@@ -123,7 +123,9 @@ func (f *Fallback) keep(path string) *Fallback {
 		f.Reason = fmt.Errorf("%w (and it could not be moved aside: %v)", f.Reason, err)
 		return f
 	}
-	syncDir(filepath.Dir(path))
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Reason = fmt.Errorf("%w (moved aside, but not durably: %v)", f.Reason, err)
+	}
 	f.KeptAs = aside
 	return f
 }

@@ -36,7 +36,7 @@ func TestProbeEndpointsFollowTheProcess(t *testing.T) {
 	want("/startupz", 503, "starting")
 	want("/readyz", 503, "starting")
 
-	var reason error = errors.New("not registered with any name server")
+	reason := errors.New("not registered with any name server")
 	s.Started(func() error { return reason })
 	want("/startupz", 200, "ok")
 	want("/readyz", 503, "not registered with any name server")

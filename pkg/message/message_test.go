@@ -223,3 +223,43 @@ func TestDecodeBatchFromClient(t *testing.T) {
 		t.Fatalf("truncated batch err = %v", err)
 	}
 }
+
+// Properties edits decode once and encode once; AppendProperty and SetProperty keep the
+// pairs a producer sent as they were when the key is new.
+func TestPropertiesEdit(t *testing.T) {
+	sent := "b\x01y\x02a\x01x" // the producer's order, no trailing separator
+	if got := AppendProperty(sent, "CLUSTER", "c1"); got != sent+"\x02CLUSTER\x01c1\x02" {
+		t.Errorf("AppendProperty: %q", got)
+	}
+	if got := AppendProperty(sent, "a", "z"); got != sent {
+		t.Errorf("AppendProperty over a present key: %q", got)
+	}
+	if got := AppendProperty(sent, "k", ""); got != sent {
+		t.Errorf("AppendProperty of an empty value: %q", got)
+	}
+	if got, err := SetProperty(sent, "c", "w"); err != nil || got != sent+"\x02c\x01w\x02" {
+		t.Errorf("SetProperty of a new key: %q, %v", got, err)
+	}
+	if got, err := SetProperty(sent, "a", "z"); err != nil || got != "a\x01z\x02b\x01y\x02" {
+		t.Errorf("SetProperty of a present key: %q, %v", got, err)
+	}
+	if got, err := DeleteProperty(sent, "b"); err != nil || got != "a\x01x\x02" {
+		t.Errorf("DeleteProperty: %q, %v", got, err)
+	}
+	if got, err := DeleteProperty(sent, "zz"); err != nil || got != sent {
+		t.Errorf("DeleteProperty of an absent key: %q, %v", got, err)
+	}
+	p := DecodeProperties(sent)
+	p.Set("c", "w")
+	p.Delete("b")
+	if p.Get("a") != "x" || p.Get("b") != "" {
+		t.Errorf("Get: %v", p)
+	}
+	if got, err := p.Encode(); err != nil || got != "a\x01x\x02c\x01w\x02" {
+		t.Errorf("Encode: %q, %v", got, err)
+	}
+	p.Set("bad", "x\x02y")
+	if _, err := p.Encode(); err == nil {
+		t.Error("a separator in a value encoded")
+	}
+}

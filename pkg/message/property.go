@@ -79,10 +79,62 @@ func EncodeProperties(m map[string]string) (string, error) {
 	return b.String(), nil
 }
 
+// Properties is a properties string decoded for editing: read with Get, change with Set
+// and Delete, then Encode once (keys sorted, as EncodeProperties). DecodeProperties
+// returns one; as a map it is also what filters match against.
+type Properties map[string]string
+
+// Get returns key's value, "" when absent.
+func (p Properties) Get(key string) string { return p[key] }
+
+// Set sets key to value.
+func (p Properties) Set(key, value string) { p[key] = value }
+
+// Delete removes key.
+func (p Properties) Delete(key string) { delete(p, key) }
+
+// Encode is EncodeProperties(p).
+func (p Properties) Encode() (string, error) { return EncodeProperties(p) }
+
+// AppendProperty adds key=value to an encoded properties string unless key is in it
+// already or value is empty. The pairs there stay as they are, bytes and order: the
+// broker stamps what a producer sent (CLUSTER) without decoding it.
+func AppendProperty(props, key, value string) string {
+	if _, ok := LookupProperty([]byte(props), key); ok || value == "" {
+		return props
+	}
+	if props != "" && props[len(props)-1] != PropertySeparator {
+		props += string(rune(PropertySeparator))
+	}
+	return props + key + string(rune(NameValueSeparator)) + value + string(rune(PropertySeparator))
+}
+
+// SetProperty sets key in an encoded properties string: appended when absent, keeping
+// the other pairs as they are (AppendProperty), otherwise decoded, set and encoded once.
+func SetProperty(props, key, value string) (string, error) {
+	if _, ok := LookupProperty([]byte(props), key); !ok {
+		return AppendProperty(props, key, value), nil
+	}
+	p := DecodeProperties(props)
+	p.Set(key, value)
+	return p.Encode()
+}
+
+// DeleteProperty removes key from an encoded properties string; without it the string
+// is returned as it is.
+func DeleteProperty(props, key string) (string, error) {
+	if _, ok := LookupProperty([]byte(props), key); !ok {
+		return props, nil
+	}
+	p := DecodeProperties(props)
+	p.Delete(key)
+	return p.Encode()
+}
+
 // DecodeProperties parses a properties string leniently, as the clients do:
 // items without exactly one name/value separator are skipped.
-func DecodeProperties(s string) map[string]string {
-	m := make(map[string]string)
+func DecodeProperties(s string) Properties {
+	m := make(Properties)
 	for s != "" {
 		item := s
 		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {

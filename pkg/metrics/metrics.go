@@ -14,6 +14,7 @@ package metrics
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -387,7 +388,11 @@ func Serve(addr string, e *Exposition, log *slog.Logger) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}}
-	go s.srv.Serve(ln)
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics: serving stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
 	return s, nil
 }
 

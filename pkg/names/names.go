@@ -10,6 +10,8 @@ package names
 import (
 	"errors"
 	"strings"
+
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 const (
@@ -97,15 +99,15 @@ func legal(s string) bool {
 // <cluster>_REPLY_TOPIC as system topics; those depend on the deployment and are left to
 // the broker to refuse.
 var SystemTopics = []string{
-	"TBW102",                      // AUTO_CREATE_TOPIC_KEY_TOPIC
-	"SCHEDULE_TOPIC_XXXX",         // delayed messages
-	"BenchmarkTest",               // RMQ_SYS_BENCHMARK_TOPIC
-	"RMQ_SYS_TRANS_HALF_TOPIC",    // transaction half messages
-	"RMQ_SYS_TRACE_TOPIC",         // message traces
-	"RMQ_SYS_TRANS_OP_HALF_TOPIC", // transaction commits and rollbacks
-	"TRANS_CHECK_MAX_TIME_TOPIC",  // transactions checked too often
-	"SELF_TEST_TOPIC",
-	"OFFSET_MOVED_EVENT",
+	protocol.DefaultTopic,           // AUTO_CREATE_TOPIC_KEY_TOPIC
+	protocol.ScheduleTopic,          // delayed messages
+	protocol.BenchmarkTopic,         // RMQ_SYS_BENCHMARK_TOPIC
+	protocol.TransHalfTopic,         // transaction half messages
+	protocol.TraceTopic,             // message traces
+	protocol.TransOpHalfTopic,       // transaction commits and rollbacks
+	protocol.TransCheckMaxTimeTopic, // transactions checked too often
+	protocol.SelfTestTopic,
+	protocol.OffsetMovedEventTopic,
 }
 
 // Prefixes of topics that belong to the brokers or to consumer groups.
@@ -115,8 +117,8 @@ const (
 	SystemTopicPrefix = "rmq_sys_"
 	// RetryTopicPrefix and DLQTopicPrefix start a consumer group's retry and dead-letter
 	// topics, which the brokers create for the group.
-	RetryTopicPrefix = "%RETRY%"
-	DLQTopicPrefix   = "%DLQ%"
+	RetryTopicPrefix = protocol.RetryGroupTopicPrefix
+	DLQTopicPrefix   = protocol.DLQGroupTopicPrefix
 )
 
 // ErrReservedTopic is a legal name that is not for users' topics.

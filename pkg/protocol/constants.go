@@ -32,7 +32,9 @@ func PermString(perm int) string {
 	return string(b)
 }
 
-// Well-known names and numbers (Java's MixAll, TopicValidator, NamesrvUtil).
+// Well-known names and numbers (Java's MixAll, TopicValidator, NamesrvUtil). The
+// broker's packages and pkg/names name these topics and prefixes through these constants
+// only.
 const (
 	MasterID                  int64 = 0 // brokerId of a master
 	DefaultTopic                    = "TBW102"
@@ -44,6 +46,8 @@ const (
 	ScheduleTopic                   = "SCHEDULE_TOPIC_XXXX"
 	TransHalfTopic                  = "RMQ_SYS_TRANS_HALF_TOPIC"
 	TransOpHalfTopic                = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	TransCheckMaxTimeTopic          = "TRANS_CHECK_MAX_TIME_TOPIC" // half messages checked too often
+	CheckpointTopic                 = "CHECKPOINT_TOPIC_XXXX"      // not sendable (Java's TopicValidator)
 	TraceTopic                      = "RMQ_SYS_TRACE_TOPIC"
 	RetryGroupTopicPrefix           = "%RETRY%"
 	DLQGroupTopicPrefix             = "%DLQ%"

@@ -37,24 +37,24 @@ func QuoteBareKeys(data []byte) []byte {
 	expectKey := false
 	for i := 0; i < len(data); i++ {
 		c := data[i]
-		switch {
-		case c == '"':
+		switch c {
+		case '"':
 			end := stringEnd(data, i)
 			out = append(out, data[i:end]...)
 			i = end - 1
 			expectKey = false
 			continue
-		case c == '{' || c == '[':
+		case '{', '[':
 			stack = append(stack, c)
 			expectKey = c == '{'
-		case c == '}' || c == ']':
+		case '}', ']':
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
 			expectKey = false
-		case c == ',':
+		case ',':
 			expectKey = len(stack) > 0 && stack[len(stack)-1] == '{'
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case ' ', '\t', '\n', '\r':
 		default:
 			if expectKey {
 				j := i
@@ -92,7 +92,7 @@ func stringEnd(data []byte, i int) int {
 // hasBareKey is a cheap pre-check: a '{' or ',' followed (after spaces) by something that
 // can start a bare key, outside strings.
 func hasBareKey(data []byte) bool {
-	if bytes.IndexAny(data, "{,") < 0 {
+	if !bytes.ContainsAny(data, "{,") {
 		return false
 	}
 	for i := 0; i < len(data); i++ {

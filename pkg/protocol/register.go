@@ -41,13 +41,22 @@ func (b *RegisterBrokerBody) Encode(compress bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Writes to a zlib writer over a bytes.Buffer fail only if compression does; the
+	// first failure is kept and returned (Close would report it again).
+	var werr error
+	write := func(p []byte) {
+		if werr == nil {
+			_, werr = zw.Write(p)
+		}
+	}
+	writeLen := func(n int) { write(binary.BigEndian.AppendUint32(nil, uint32(int32(n)))) }
 	writePart := func(p []byte) {
-		binary.Write(zw, binary.BigEndian, int32(len(p)))
-		zw.Write(p)
+		writeLen(len(p))
+		write(p)
 	}
 	writePart(MustEncode(b.TopicConfigSerializeWrapper.DataVersion))
 	table := b.TopicConfigSerializeWrapper.TopicConfigTable
-	binary.Write(zw, binary.BigEndian, int32(len(table)))
+	writeLen(len(table))
 	for _, name := range slices.Sorted(maps.Keys(table)) {
 		writePart([]byte(table[name].EncodeLine()))
 	}
@@ -56,6 +65,9 @@ func (b *RegisterBrokerBody) Encode(compress bool) ([]byte, error) {
 		filters = []string{}
 	}
 	writePart(MustEncode(filters))
+	if werr != nil {
+		return nil, werr
+	}
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func (cl *Client) dispatch(c *Conn, req *Command) {
 			resp = req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
 		}
 		if resp != nil && !req.IsOneway() {
-			sendResponse(cl.log, c, req, resp)
+			_ = sendResponse(cl.log, c, req, resp) // it logs what it cannot encode; a closed connection has no one to tell
 		} else if resp != nil {
 			resp.Discard()
 		}

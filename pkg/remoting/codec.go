@@ -341,10 +341,6 @@ func decodeJSONHeaderStd(b []byte) (*Command, error) {
 // the key length as a signed short.
 const maxBinaryKeyLength = math.MaxInt16
 
-func encodeBinaryHeader(c *Command) ([]byte, error) {
-	return appendBinaryHeader(nil, c)
-}
-
 func appendBinaryHeader(b []byte, c *Command) ([]byte, error) {
 	size := binaryHeaderMinSize + len(c.Remark)
 	for k, v := range c.ExtFields {

@@ -90,7 +90,7 @@ func TestDecodeHeaderBadDestination(t *testing.T) {
 		{"struct value", pullHeader{}, "pointer to a struct"},
 		{"nil pointer", (*pullHeader)(nil), "pointer to a struct"},
 		{"pointer to int", new(int), "pointer to a struct"},
-		{"unexported field", &unexported{}, "topic"},
+		{"unexported field", &unexported{topic: ""}, "topic"},
 		{"unsupported kind", &unsupported{}, "<ratio>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,19 @@ func (f HandlerFunc) ServeRemoting(ctx context.Context, conn *Conn, req *Command
 	return f(ctx, conn, req)
 }
 
+// ErrHandlerFunc adapts a function that may fail to Handler: its error becomes a
+// SYSTEM_ERROR response whose remark is the error text, the way Java answers a
+// RemotingCommandException. The broker's and the name server's handlers are such.
+type ErrHandlerFunc func(ctx context.Context, conn *Conn, req *Command) (*Command, error)
+
+func (f ErrHandlerFunc) ServeRemoting(ctx context.Context, conn *Conn, req *Command) *Command {
+	resp, err := f(ctx, conn, req)
+	if err != nil {
+		return req.NewResponse(SystemError, err.Error())
+	}
+	return resp
+}
+
 // ServerConfig configures a Server. Zero values take the defaults in brackets.
 type ServerConfig struct {
 	MaxFrameSize int // largest accepted frame [DefaultMaxFrameSize]
@@ -241,7 +254,7 @@ func (s *Server) Listen(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	go s.Serve(l)
+	go func() { _ = s.Serve(l) }() // only net.ErrClosed, once Shutdown closes l
 	return l, nil
 }
 

@@ -517,3 +517,25 @@ func TestCodeNames(t *testing.T) {
 		}
 	}
 }
+
+// An ErrHandlerFunc's error is answered SYSTEM_ERROR with the error text as remark; its
+// response otherwise, nil (answered later) included.
+func TestErrHandlerFunc(t *testing.T) {
+	req := NewRequest(10, nil, nil)
+	fail := ErrHandlerFunc(func(context.Context, *Conn, *Command) (*Command, error) {
+		return nil, errors.New("bad header")
+	})
+	if resp := fail.ServeRemoting(context.Background(), nil, req); resp.Code != SystemError || resp.Remark != "bad header" {
+		t.Errorf("error answered %d %q", resp.Code, resp.Remark)
+	}
+	ok := ErrHandlerFunc(func(_ context.Context, _ *Conn, r *Command) (*Command, error) {
+		return r.NewResponse(TopicNotExist, "no topic"), nil
+	})
+	if resp := ok.ServeRemoting(context.Background(), nil, req); resp.Code != TopicNotExist || resp.Remark != "no topic" {
+		t.Errorf("response became %d %q", resp.Code, resp.Remark)
+	}
+	later := ErrHandlerFunc(func(context.Context, *Conn, *Command) (*Command, error) { return nil, nil })
+	if resp := later.ServeRemoting(context.Background(), nil, req); resp != nil {
+		t.Errorf("answered later became %v", resp)
+	}
+}

@@ -207,7 +207,7 @@ func (w *Watcher) Start(interval time.Duration) {
 			case <-w.stop:
 				return
 			case <-t.C:
-				w.Check()
+				_, _ = w.Check() // a refused change is logged by Check and kept in its state
 			}
 		}
 	}()

@@ -164,7 +164,8 @@ func TestTransactionCheckMax(t *testing.T) {
 	sendTx(t, p, topic, "forever-unknown")
 	eventually(t, 30*time.Second, "two checks", func() bool { return l.checks("forever-unknown") >= 2 })
 	eventually(t, 10*time.Second, "the discard logged", func() bool {
-		return strings.Contains(b.p.output(), "discarded to TRANS_CHECK_MAX_TIME_TOPIC")
+		out := b.p.output()
+		return strings.Contains(out, "half message discarded") && strings.Contains(out, "to=TRANS_CHECK_MAX_TIME_TOPIC")
 	})
 	time.Sleep(2 * time.Second) // four more scans
 	if n := l.checks("forever-unknown"); n != 2 {

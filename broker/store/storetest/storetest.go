@@ -3,7 +3,9 @@
 package storetest
 
 import (
+	"log/slog"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,3 +128,16 @@ func (c *Clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
 
 // Advance moves the clock forward by d.
 func (c *Clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// Logger returns a logger that writes each line to t.Log, at every level.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

@@ -214,7 +214,7 @@ func (m *File) Close() {
 
 func (m *File) cleanup() {
 	if m.Data != nil {
-		syscall.Munmap(m.Data)
+		_ = syscall.Munmap(m.Data) // fails only for a range that is not a mapping
 	}
 	m.f.Close()
 	if m.removed.Load() {
