@@ -1,20 +1,13 @@
 #!/usr/bin/env bash
 # Runs promtool check metrics (Prometheus' linter: HELP, types, names, units) on what a
 # real name server and broker serve after some traffic. promtool is built once from its Go
-# module (github.com/prometheus/prometheus/cmd/promtool at $PROMTOOL_VERSION) into a cache
+# module (github.com/prometheus/prometheus/cmd/promtool, hack/prometheus.sh) into a cache
 # outside the clone; the build takes a few minutes. Everything runs on loopback and is
 # stopped on exit.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-version=${PROMTOOL_VERSION:-v0.316.0}
-cache=${PROMTOOL_CACHE:-$HOME/.cache/rocketmq-operator/promtool-$version}
-promtool=$cache/promtool
-if [[ ! -x $promtool ]]; then
-  echo "check-metrics: building promtool $version into $cache"
-  mkdir -p "$cache"
-  (cd "$cache" && GOBIN=$cache GOFLAGS= go install "github.com/prometheus/prometheus/cmd/promtool@$version")
-fi
+promtool=$("$root/hack/prometheus.sh" promtool)
 
 data=$(mktemp -d)
 pids=()

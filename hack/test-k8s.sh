@@ -4,7 +4,7 @@
 # (hack/cluster/up.sh, which fails with the reason when it cannot start: the suite is never
 # skipped), runs the Ginkgo suite, and stops the cluster again if this script started it.
 #
-# Environment: CLUSTER_DIR, CLUSTER_KEEP=1 (leave a cluster this script started running),
+# Environment: PROMETHEUS_VERSION and PROMETHEUS_CACHE (hack/prometheus.sh), CLUSTER_DIR, CLUSTER_KEEP=1 (leave a cluster this script started running),
 # K8S_E2E_FOCUS (a Ginkgo focus regexp), GO (go), and those of hack/compat.sh for the jars.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,6 +33,12 @@ t2=$(now)
 lib=$(hack/compat.sh --fetch-only)
 t_jars=$(( $(now) - t2 ))
 
+# A Prometheus server (built once from its Go module, cached; hack/prometheus.sh) that
+# scrapes the pods through the chart's ServiceMonitors.
+t4=$(now)
+export K8S_E2E_PROMETHEUS=$(hack/prometheus.sh prometheus)
+t_prom=$(( $(now) - t4 ))
+
 t3=$(now)
 export K8S_E2E_KUBECONFIG=$kubeconfig
 export K8S_E2E_KUBECTL=$(hack/cluster/build.sh)/kubectl
@@ -43,5 +49,5 @@ args=(-count=1 -timeout 40m -tags k8s ./test/e2e-k8s/ -v -args -ginkgo.v)
 [[ -n ${K8S_E2E_FOCUS:-} ]] && args+=(-ginkgo.focus "$K8S_E2E_FOCUS")
 status=0
 "$GO" test "${args[@]}" || status=$?
-log "times: image ${t_image}s, cluster up ${t_cluster}s, jars ${t_jars}s, suite $(( $(now) - t3 ))s, total $(( $(now) - t0 ))s"
+log "times: image ${t_image}s, cluster up ${t_cluster}s, jars ${t_jars}s, prometheus ${t_prom}s, suite $(( $(now) - t3 ))s, total $(( $(now) - t0 ))s"
 exit $status

@@ -363,6 +363,10 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		report("broker-a's master holds all %d acknowledged messages of %s on its volume", acked, htopic)
 	})
 
+	It("is scraped by Prometheus through the chart's ServiceMonitors, and the dashboard's queries return data", func() {
+		checkPrometheus(strings.Split(nsAddr, ";"))
+	})
+
 	It("refuses an invalid Broker and says why a Broker with a missing image does not start", func() {
 		bad := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: samplesNS},
 			Spec: v1alpha1.BrokerSpec{NameServerRef: &v1alpha1.LocalObjectReference{Name: "ns"}, Groups: 30}}

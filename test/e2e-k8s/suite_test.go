@@ -40,12 +40,14 @@ import (
 
 // Environment set by hack/test-k8s.sh.
 var (
-	kubeconfig  = os.Getenv("K8S_E2E_KUBECONFIG")
-	kubectlBin  = os.Getenv("K8S_E2E_KUBECTL")
-	containerd  = os.Getenv("K8S_E2E_CONTAINERD")
-	imageTar    = os.Getenv("K8S_E2E_IMAGE_TAR")
-	jarDir      = os.Getenv("K8S_E2E_JARS")
-	previousRef = envOr("K8S_E2E_PREVIOUS_CHART_REF", "45f445e")
+	kubeconfig = os.Getenv("K8S_E2E_KUBECONFIG")
+	kubectlBin = os.Getenv("K8S_E2E_KUBECTL")
+	containerd = os.Getenv("K8S_E2E_CONTAINERD")
+	imageTar   = os.Getenv("K8S_E2E_IMAGE_TAR")
+	jarDir     = os.Getenv("K8S_E2E_JARS")
+	// prometheusBin is a Prometheus server built by hack/prometheus.sh.
+	prometheusBin = os.Getenv("K8S_E2E_PROMETHEUS")
+	previousRef   = envOr("K8S_E2E_PREVIOUS_CHART_REF", "45f445e")
 )
 
 const (
@@ -97,7 +99,8 @@ func kubectl(args ...string) (string, error) {
 
 var _ = BeforeSuite(func() {
 	for k, v := range map[string]string{"K8S_E2E_KUBECONFIG": kubeconfig, "K8S_E2E_KUBECTL": kubectlBin,
-		"K8S_E2E_CONTAINERD": containerd, "K8S_E2E_IMAGE_TAR": imageTar, "K8S_E2E_JARS": jarDir} {
+		"K8S_E2E_CONTAINERD": containerd, "K8S_E2E_IMAGE_TAR": imageTar, "K8S_E2E_JARS": jarDir,
+		"K8S_E2E_PROMETHEUS": prometheusBin} {
 		Expect(v).NotTo(BeEmpty(), "%s is not set: run the suite with make test-k8s", k)
 	}
 	rlog.SetLogLevel(envOr("E2E_CLIENT_LOG", "error"))
