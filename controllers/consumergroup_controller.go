@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +73,7 @@ func (r *ConsumerGroupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !cg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, cg, st)
 	}
-	if err := r.syncFinalizer(ctx, cg); err != nil {
+	if err := syncFinalizer(ctx, r.Client, cg, cg.Spec.DeletionPolicy, ConsumerGroupFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	steps := []struct {
@@ -144,42 +145,10 @@ func cgProgressing(cg *v1alpha1.ConsumerGroup) {
 	meta.SetStatusCondition(&cg.Status.Conditions, c)
 }
 
-func (r *ConsumerGroupReconciler) lagRefresh() time.Duration {
-	if r.LagRefresh > 0 {
-		return r.LagRefresh
-	}
-	return LagRefresh
-}
+func (r *ConsumerGroupReconciler) lagRefresh() time.Duration { return cmp.Or(r.LagRefresh, LagRefresh) }
 
-// patchStatus writes the status if it changed; a resource deleted meanwhile is not an error.
-// It patches a copy: the answer is the stored object, whose spec may be newer than the one
-// this reconcile applies, and taking it over would let the last step record that newer
-// generation as observed without its steps having run.
 func (r *ConsumerGroupReconciler) patchStatus(ctx context.Context, cg, orig *v1alpha1.ConsumerGroup) error {
-	if equality.Semantic.DeepEqual(cg.Status, orig.Status) {
-		return nil
-	}
-	err := r.Status().Patch(ctx, cg.DeepCopy(), client.MergeFrom(orig))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-// syncFinalizer adds the finalizer under deletionPolicy Delete and drops it under Retain.
-// The reconcile goes on afterwards: the update does not change the generation, so no watch
-// event would bring it back.
-func (r *ConsumerGroupReconciler) syncFinalizer(ctx context.Context, cg *v1alpha1.ConsumerGroup) error {
-	var changed bool
-	if cg.Spec.DeletionPolicy == v1alpha1.DeletionDelete {
-		changed = controllerutil.AddFinalizer(cg, ConsumerGroupFinalizer)
-	} else {
-		changed = controllerutil.RemoveFinalizer(cg, ConsumerGroupFinalizer)
-	}
-	if !changed {
-		return nil
-	}
-	return r.Update(ctx, cg)
+	return patchStatus(ctx, r.Client, cg, orig, !equality.Semantic.DeepEqual(cg.Status, orig.Status))
 }
 
 // finalize removes the group from every master (deletionPolicy Delete), then the finalizer.

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -102,7 +103,7 @@ func (r *TopicReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	// The finalizer update answers with the stored object, maybe a newer spec: the
 	// state is taken from what it returns, so the spec applied is the generation recorded.
-	if err := r.syncFinalizer(ctx, t); err != nil {
+	if err := syncFinalizer(ctx, r.Client, t, t.Spec.DeletionPolicy, TopicFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	st := newTopicState(t)
@@ -181,43 +182,11 @@ func topicProgressing(t *v1alpha1.Topic) {
 	meta.SetStatusCondition(&t.Status.Conditions, c)
 }
 
-func (r *TopicReconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return TopicResync
-}
-
-func (r *TopicReconciler) retry() time.Duration {
-	if r.Retry > 0 {
-		return r.Retry
-	}
-	return TopicWaitRetry
-}
+func (r *TopicReconciler) resync() time.Duration { return cmp.Or(r.Resync, TopicResync) }
+func (r *TopicReconciler) retry() time.Duration  { return cmp.Or(r.Retry, TopicWaitRetry) }
 
 func (r *TopicReconciler) patchStatus(ctx context.Context, t, orig *v1alpha1.Topic) error {
-	if equality.Semantic.DeepEqual(t.Status, orig.Status) {
-		return nil
-	}
-	err := r.Status().Patch(ctx, t.DeepCopy(), client.MergeFrom(orig)) // a copy: see ConsumerGroupReconciler.patchStatus
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-// syncFinalizer adds the finalizer under deletionPolicy Delete and drops it under Retain.
-func (r *TopicReconciler) syncFinalizer(ctx context.Context, t *v1alpha1.Topic) error {
-	var changed bool
-	if t.Spec.DeletionPolicy == v1alpha1.DeletionDelete {
-		changed = controllerutil.AddFinalizer(t, TopicFinalizer)
-	} else {
-		changed = controllerutil.RemoveFinalizer(t, TopicFinalizer)
-	}
-	if !changed {
-		return nil
-	}
-	return r.Update(ctx, t)
+	return patchStatus(ctx, r.Client, t, orig, !equality.Semantic.DeepEqual(t.Status, orig.Status))
 }
 
 // resolveBroker finds the Broker, the masters of the groups the topic selects and the

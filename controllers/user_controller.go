@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -168,29 +169,11 @@ func remarkOf(err error) string {
 	return err.Error()
 }
 
-func (r *UserReconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return UserResync
-}
-
-func (r *UserReconciler) retry() time.Duration {
-	if r.Retry > 0 {
-		return r.Retry
-	}
-	return UserWaitRetry
-}
+func (r *UserReconciler) resync() time.Duration { return cmp.Or(r.Resync, UserResync) }
+func (r *UserReconciler) retry() time.Duration  { return cmp.Or(r.Retry, UserWaitRetry) }
 
 func (r *UserReconciler) patchStatus(ctx context.Context, u, orig *v1alpha1.User) error {
-	if equality.Semantic.DeepEqual(u.Status, orig.Status) {
-		return nil
-	}
-	err := r.Status().Patch(ctx, u.DeepCopy(), client.MergeFrom(orig)) // a copy: see ConsumerGroupReconciler.patchStatus
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return patchStatus(ctx, r.Client, u, orig, !equality.Semantic.DeepEqual(u.Status, orig.Status))
 }
 
 // SetupWithManager reconciles on spec changes, on changes of the Broker (ACL mode, pods),
