@@ -397,6 +397,10 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		checkPrometheus(strings.Split(nsAddr, ";"))
 	})
 
+	It("rolls an image change under a steady 200 msg/s Go producer and loses no acknowledged message", func() {
+		measureImageRoll(strings.Split(nsAddr, ";"))
+	})
+
 	It("refuses an invalid Broker and says why a Broker with a missing image does not start", func() {
 		bad := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: samplesNS},
 			Spec: v1alpha1.BrokerSpec{NameServerRef: &v1alpha1.LocalObjectReference{Name: "ns"}, Groups: 30}}
