@@ -18,7 +18,8 @@ import (
 // applyAll creates or updates every child in the builders' order, stopping at the first
 // error. A conflict (someone else wrote the object between our read and write) is retried
 // on a fresh read. Each child created or changed is logged and recorded as an Event on
-// owner (rec may be nil: no Events); one already as built is neither.
+// owner (rec may be nil: no Events); one already as built is neither. A builder that asks
+// (resource.AppliedHook) then sees its object as stored.
 func applyAll(ctx context.Context, c client.Client, rec events.EventRecorder, owner client.Object, builders []resource.Builder) error {
 	for _, b := range builders {
 		obj, err := b.Build()
@@ -35,6 +36,9 @@ func applyAll(ctx context.Context, c client.Client, rec events.EventRecorder, ow
 			return fmt.Errorf("apply %T %s: %w", obj, obj.GetName(), err)
 		}
 		recordApplied(ctx, rec, owner, obj, op)
+		if h, ok := b.(resource.AppliedHook); ok {
+			h.Applied(obj)
+		}
 	}
 	return nil
 }

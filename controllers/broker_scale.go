@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,5 +49,31 @@ func (r *BrokerReconciler) removeScaledInGroups(ctx context.Context, br *v1alpha
 		r.Recorder.Eventf(br, nil, corev1.EventTypeNormal, "GroupRemoved", "ScaleIn",
 			"removed broker group %s (StatefulSet %s)", sts.Labels[resource.BrokerNameLabel], sts.Name)
 	}
-	return 0, nil
+	return 0, r.removeStalePodServices(ctx, br)
+}
+
+// removeStalePodServices deletes the pod Services of groups and ordinals that no longer
+// exist (spec.groups or spec.replicasPerGroup lowered).
+func (r *BrokerReconciler) removeStalePodServices(ctx context.Context, br *v1alpha1.Broker) error {
+	var svcs corev1.ServiceList
+	if err := r.List(ctx, &svcs, client.InNamespace(br.Namespace), client.MatchingLabels{
+		resource.InstanceLabel: br.Name, resource.ComponentLabel: resource.BrokerComponent}); err != nil {
+		return err
+	}
+	for i := range svcs.Items {
+		svc := &svcs.Items[i]
+		idLabel, isPodService := svc.Labels[resource.BrokerIDLabel]
+		if !isPodService || !metav1.IsControlledBy(svc, br) {
+			continue
+		}
+		idx, ok := resource.BrokerGroupIndex(svc.Labels[resource.BrokerNameLabel])
+		id, err := strconv.ParseInt(idLabel, 10, 32)
+		if !ok || err != nil || (idx < br.Spec.Groups && int32(id) < br.Spec.ReplicasPerGroup) {
+			continue
+		}
+		if err := r.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }

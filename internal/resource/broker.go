@@ -47,8 +47,14 @@ func BrokerACLFile(br *v1alpha1.Broker) string {
 }
 
 // BrokerBuilder builds the children of one Broker: one shared name-server ConfigMap, then
-// per group a broker.conf ConfigMap, a headless Service, a StatefulSet and a PDB; and,
-// apart from Builders, the NetworkPolicy of spec.networkPolicy.
+// per group one ClusterIP Service per pod, a broker.conf ConfigMap, a headless Service, a
+// StatefulSet and a PDB; and, apart from Builders, the NetworkPolicy of spec.networkPolicy.
+//
+// Stable addresses: each broker pod announces its own Service's ClusterIP (brokerIP1 and
+// brokerIP2, so clients, the name servers' routes and its slaves all hold that address),
+// not its pod IP. The ClusterIP lives as long as the Service, so a restarted or
+// rescheduled pod is at once where every client and slave already looks; the price is a
+// kube-proxy hop on each connection.
 type BrokerBuilder struct {
 	Instance *v1alpha1.Broker
 	Scheme   *runtime.Scheme
@@ -56,17 +62,36 @@ type BrokerBuilder struct {
 	NameServerAddress string
 	// OperatorNamespace is admitted by the NetworkPolicy; empty admits no namespace.
 	OperatorNamespace string
+	// PodAddresses maps pod names to their Services' ClusterIPs. The pod Services'
+	// Applied fills it, so it is complete when the ConfigMaps and StatefulSets that
+	// follow them in Builders' order are applied.
+	PodAddresses map[string]string
 }
 
-// Builders lists the children in apply order: configs, services, then StatefulSets.
+// Builders lists the children in apply order: the pod Services (whose ClusterIPs the
+// configs announce), configs, the headless Service, then StatefulSets.
 func (b *BrokerBuilder) Builders() []Builder {
 	out := []Builder{&brokerNamesrvConfigMap{b}}
 	for g := range b.Instance.Spec.Groups {
 		grp := brokerGroup{BrokerBuilder: b, index: g}
+		for id := range b.Instance.Spec.ReplicasPerGroup {
+			out = append(out, &brokerPodService{brokerGroup: grp, id: id})
+		}
 		out = append(out, &brokerConfigMap{grp}, &brokerHeadlessService{grp},
 			&brokerStatefulSet{grp}, &brokerPDB{grp})
 	}
 	return out
+}
+
+// podAddresses is "pod=ip,..." for group g's pods, in ordinal order ("" for a pod whose
+// Service has no ClusterIP yet).
+func (g brokerGroup) podAddresses() string {
+	var parts []string
+	for id := range g.Instance.Spec.ReplicasPerGroup {
+		pod := BrokerPodName(g.Instance, g.index, id)
+		parts = append(parts, pod+"="+g.PodAddresses[pod])
+	}
+	return strings.Join(parts, ",")
 }
 
 // BrokerName of group i: broker-a, broker-b, ...
@@ -92,17 +117,23 @@ func BrokerMemberAddress(br *v1alpha1.Broker, i, id int32) string {
 		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort)
 }
 
-// BrokerMasterHAAddress is group i's master's HA port (listenPort+1) at its stable DNS name.
+// BrokerMasterHAAddress is group i's master's HA port (listenPort+1) at its own
+// Service's DNS name, which resolves to the ClusterIP the master announces.
 func BrokerMasterHAAddress(br *v1alpha1.Broker, i int32) string {
-	return fmt.Sprintf("%s.%s-headless.%s.svc:%d", BrokerPodName(br, i, 0),
-		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort+1)
+	return fmt.Sprintf("%s.%s.svc:%d", BrokerPodName(br, i, 0), br.Namespace, br.Spec.ListenPort+1)
+}
+
+// BrokerAddressConf is the broker.conf lines that make a pod announce ip (its Service's
+// ClusterIP) to clients, name servers and slaves.
+func BrokerAddressConf(ip string) string {
+	return fmt.Sprintf("brokerIP1=%s\nbrokerIP2=%s\n", ip, ip)
 }
 
 // BrokerConf renders the keys group i's pods share: operator defaults, then
 // spec.config, then the keys the operator owns. namesrvAddr is not among them: it
 // reaches the pod as -n $(NAMESRV_ADDR), read from an unhashed ConfigMap at container start,
-// and running brokers get a new list through UPDATE_BROKER_CONFIG. brokerIP1/2 are left to
-// the broker, which picks the pod IP. aclEnable and aclPlainFile come from spec.acl only:
+// and running brokers get a new list through UPDATE_BROKER_CONFIG. brokerIP1/2 are per pod
+// (BrokerAddressConf, the pod Service's ClusterIP). aclEnable and aclPlainFile come from spec.acl only:
 // they name the mounted Secret's file, whose content stays out of the hash (the brokers
 // re-read it), while turning ACL on or off changes the hash and so rolls the pods. Keys
 // are sorted so the hash only moves with content.
@@ -123,9 +154,9 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 		"flushDiskType":      string(br.Spec.FlushDiskType),
 		"storePathRootDir":   brokerStoreDir,
 		"storePathCommitLog": brokerStoreDir + "/commitlog",
-		// A slave replicates from its master's stable DNS name, which it resolves at each
-		// connection: a master that restarts with a new pod IP is found at once instead of
-		// at the next registration (30 s). Masters ignore the key.
+		// A slave replicates from its master's Service, the address the master announces
+		// and keeps across restarts, by a DNS name it resolves at each connection; it does
+		// not wait for the next registration (30 s) to learn it. Masters ignore the key.
 		"haMasterAddress": BrokerMasterHAAddress(br, i),
 	})
 	// The API refuses them in spec.config; an object stored before that rule loses them.

@@ -1,6 +1,8 @@
 package resource
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,9 +40,59 @@ func (b *brokerConfigMap) Update(obj client.Object) error {
 	cm.Data = map[string]string{}
 	for id := range b.Instance.Spec.ReplicasPerGroup {
 		pod := BrokerPodName(b.Instance, b.index, id)
-		cm.Data[pod+".conf"] = BrokerPodConf(b.Instance, b.index, id)
+		conf := BrokerPodConf(b.Instance, b.index, id)
+		if ip := b.PodAddresses[pod]; ip != "" {
+			conf += BrokerAddressConf(ip)
+		}
+		cm.Data[pod+".conf"] = conf
 	}
 	return controllerutil.SetControllerReference(b.Instance, cm, b.Scheme)
+}
+
+// brokerPodService is one broker pod's own ClusterIP Service, the address the pod
+// announces (BrokerBuilder). It selects the pod by the StatefulSet's pod-name label and
+// carries the remoting, fast and HA ports, not metrics (scraped through the headless
+// Service). Not-ready addresses are published, as on the headless Service: a slave
+// reaches its master's HA port while the master still starts.
+type brokerPodService struct {
+	brokerGroup
+	id int32
+}
+
+func (b *brokerPodService) pod() string { return BrokerPodName(b.Instance, b.index, b.id) }
+
+func (b *brokerPodService) Build() (client.Object, error) {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: b.pod(), Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *brokerPodService) Update(obj client.Object) error {
+	svc := obj.(*corev1.Service)
+	svc.Labels = merge(svc.Labels, b.labels())
+	svc.Labels[BrokerIDLabel] = fmt.Sprint(b.id)
+	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	sel := b.selector()
+	sel[podNameLabel] = b.pod()
+	svc.Spec.Selector = sel
+	svc.Spec.PublishNotReadyAddresses = true
+	svc.Spec.Ports = nil
+	for _, p := range brokerContainerPorts(b.Instance) {
+		if p.Name == MetricsPortName {
+			continue
+		}
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
+			TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
+	}
+	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
+}
+
+// Applied records the ClusterIP the API server gave the Service.
+func (b *brokerPodService) Applied(obj client.Object) {
+	if b.PodAddresses == nil {
+		b.PodAddresses = map[string]string{}
+	}
+	if ip := obj.(*corev1.Service).Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+		b.PodAddresses[b.pod()] = ip
+	}
 }
 
 type brokerHeadlessService struct{ brokerGroup }

@@ -54,8 +54,10 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 
 	tpl := &sts.Spec.Template
 	tpl.Labels = merge(br.Spec.Pod.Labels, b.labels())
-	tpl.Annotations = merge(br.Spec.Pod.Annotations,
-		map[string]string{ConfigHashAnnotation: BrokerConfigHash(br, b.index)})
+	tpl.Annotations = merge(br.Spec.Pod.Annotations, map[string]string{
+		ConfigHashAnnotation:      BrokerConfigHash(br, b.index),
+		BrokerAddressesAnnotation: b.podAddresses(),
+	})
 	applyPodOverrides(&tpl.Spec, br.Spec.ContainerSpec)
 	tpl.Spec.Volumes = []corev1.Volume{
 		configVolume("config", BrokerGroupConfigMapName(b.Instance, b.index)),

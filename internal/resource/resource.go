@@ -24,12 +24,26 @@ type Builder interface {
 	Update(obj client.Object) error
 }
 
+// AppliedHook is a Builder that wants to see its object as the API server stored it (with
+// the fields the server fills in, such as a Service's ClusterIP) before the builders after
+// it run.
+type AppliedHook interface {
+	Applied(obj client.Object)
+}
+
 const (
 	// ConfigHashAnnotation on a pod template carries the hash of the rendered config, so a
 	// config change rolls the pods and nothing else does.
 	ConfigHashAnnotation = "rocketmq.openrmq.io/config-hash"
 	// BrokerNameLabel marks the objects of one broker group.
 	BrokerNameLabel = "rocketmq.openrmq.io/broker-name"
+	// BrokerIDLabel marks a broker pod's own Service with the pod's brokerId (ordinal).
+	BrokerIDLabel = "rocketmq.openrmq.io/broker-id"
+	// BrokerAddressesAnnotation on a group's pod template lists the addresses its pods
+	// announce (pod=ClusterIP): a pod Service that got a new IP rolls the group.
+	BrokerAddressesAnnotation = "rocketmq.openrmq.io/broker-addresses"
+	// podNameLabel is the label the StatefulSet controller puts on each of its pods.
+	podNameLabel = "statefulset.kubernetes.io/pod-name"
 
 	// InstanceLabel holds the owning resource's name.
 	InstanceLabel = "app.kubernetes.io/instance"

@@ -142,6 +142,20 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 
 		// The topic, on both masters, as mqadmin updateTopic would make it.
 		createTopic(nsAddr, topic, 4)
+
+		// Every broker announces its own Service's ClusterIP, not its pod IP.
+		route := routeFrom(strings.Split(nsAddr, ";")[0], topic)
+		Expect(route).NotTo(BeNil())
+		announced := map[string]string{}
+		for _, bd := range route.BrokerDatas {
+			for id, addr := range bd.BrokerAddrs {
+				pod := fmt.Sprintf("rmq-%s-%d", bd.BrokerName, id)
+				Expect(addr).To(Equal(podServiceAddr(pod)), "%s announces %s", pod, addr)
+				announced[pod] = addr
+			}
+		}
+		Expect(announced).To(HaveLen(4))
+		report("brokers announce their pod Services' ClusterIPs: %v", announced)
 	})
 
 	It("moves 10,000 messages with the official Go client and 10,000 with the Java client", func() {
@@ -288,7 +302,8 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		t0 := time.Now()
 		master := &corev1.Pod{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq-broker-a-0"}, master)).To(Succeed())
-		oldUID := master.UID
+		oldUID, oldPodIP := master.UID, master.Status.PodIP
+		masterAddr := podServiceAddr("rmq-broker-a-0")
 		Expect(k8s.Delete(ctx, master)).To(Succeed())
 		Eventually(func() bool { // the master has left the route; the slave is still in it
 			r := routeFrom(addrs[0], htopic)
@@ -359,12 +374,31 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 			g.Expect(podIsReady(p)).To(BeTrue())
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		report("broker-a's master back and Ready %s after its deletion", since(t0))
+		// Back at the address it had: the route, and so clients and its slave, need no news.
+		Eventually(func() string {
+			r := routeFrom(addrs[0], htopic)
+			if r == nil {
+				return ""
+			}
+			for _, bd := range r.BrokerDatas {
+				if bd.BrokerName == "broker-a" {
+					return bd.BrokerAddrs[0]
+				}
+			}
+			return ""
+		}).WithTimeout(time.Minute).Should(Equal(masterAddr))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq-broker-a-0"}, master)).To(Succeed())
+		report("broker-a's master announces %s again (pod IP %s before, %s now)", masterAddr, oldPodIP, master.Status.PodIP)
 		Eventually(func() int64 { return storedOn(htopic, "broker-a") }).WithTimeout(time.Minute).Should(Equal(acked))
 		report("broker-a's master holds all %d acknowledged messages of %s on its volume", acked, htopic)
 	})
 
 	It("is scraped by Prometheus through the chart's ServiceMonitors, and the dashboard's queries return data", func() {
 		checkPrometheus(strings.Split(nsAddr, ";"))
+	})
+
+	It("rolls an image change under a steady 200 msg/s Go producer and loses no acknowledged message", func() {
+		measureImageRoll(strings.Split(nsAddr, ";"))
 	})
 
 	It("refuses an invalid Broker and says why a Broker with a missing image does not start", func() {
@@ -661,6 +695,14 @@ func slavesKnow(t string) bool {
 		}
 	}
 	return true
+}
+
+// podServiceAddr is ClusterIP:listenPort of a broker pod's own Service.
+func podServiceAddr(pod string) string {
+	svc := &corev1.Service{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: pod}, svc)).To(Succeed())
+	Expect(svc.Spec.ClusterIP).NotTo(BeEmpty())
+	return svc.Spec.ClusterIP + ":10911"
 }
 
 // nsAddr reads the NameServer's status.address now.

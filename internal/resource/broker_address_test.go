@@ -1,0 +1,72 @@
+package resource
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Each broker pod gets its own ClusterIP Service; once the API server has given it an IP
+// (Applied), the pod's broker.conf announces that IP and the group's pod template names
+// it, so a Service that comes back with another IP rolls the group.
+func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
+	br := broker()
+	b := &BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}
+	builders := b.Builders()
+	objs := map[string]client.Object{}
+	for _, bl := range builders {
+		obj, err := bl.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bl.Update(obj); err != nil {
+			t.Fatal(err)
+		}
+		if svc, ok := obj.(*corev1.Service); ok && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			svc.Spec.ClusterIP = "10.96.1." + svc.Labels[BrokerIDLabel] // as the API server would
+		}
+		if h, ok := bl.(AppliedHook); ok {
+			h.Applied(obj)
+		}
+		objs[fmt.Sprintf("%T/%s", obj, obj.GetName())] = obj
+	}
+	svc, ok := objs["*v1.Service/rmq-broker-b-2"].(*corev1.Service)
+	if !ok {
+		t.Fatalf("no Service rmq-broker-b-2")
+	}
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses ||
+		svc.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "rmq-broker-b-2" ||
+		svc.Spec.Selector[BrokerNameLabel] != "broker-b" || svc.Labels[BrokerIDLabel] != "2" {
+		t.Errorf("pod Service: %+v %v", svc.Spec, svc.Labels)
+	}
+	var names []string
+	for _, p := range svc.Spec.Ports {
+		names = append(names, p.Name)
+		if p.TargetPort != intstr.FromString(p.Name) {
+			t.Errorf("port %s targets %v", p.Name, p.TargetPort)
+		}
+	}
+	if strings.Join(names, ",") != "remoting,fast,ha" {
+		t.Errorf("pod Service ports %v: remoting, fast and HA, not metrics (the headless Service's)", names)
+	}
+	cm := objs["*v1.ConfigMap/rmq-broker-b-config"].(*corev1.ConfigMap)
+	for id, ip := range []string{"10.96.1.0", "10.96.1.1", "10.96.1.2"} {
+		conf := cm.Data["rmq-broker-b-"+string(rune('0'+id))+".conf"]
+		if !strings.Contains(conf, "brokerIP1="+ip+"\n") || !strings.Contains(conf, "brokerIP2="+ip+"\n") {
+			t.Errorf("pod %d announces not %s:\n%s", id, ip, conf)
+		}
+		if !strings.Contains(conf, "haMasterAddress=rmq-broker-b-0.mq.svc:10912\n") {
+			t.Errorf("pod %d: the master's HA address is not its Service:\n%s", id, conf)
+		}
+	}
+	sts := objs["*v1.StatefulSet/rmq-broker-b"].(*appsv1.StatefulSet)
+	want := "rmq-broker-b-0=10.96.1.0,rmq-broker-b-1=10.96.1.1,rmq-broker-b-2=10.96.1.2"
+	if got := sts.Spec.Template.Annotations[BrokerAddressesAnnotation]; got != want {
+		t.Errorf("pod template addresses %q, want %q", got, want)
+	}
+}
