@@ -18,10 +18,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -103,7 +106,8 @@ var _ = BeforeSuite(func() {
 		"K8S_E2E_PROMETHEUS": prometheusBin} {
 		Expect(v).NotTo(BeEmpty(), "%s is not set: run the suite with make test-k8s", k)
 	}
-	rlog.SetLogLevel(envOr("E2E_CLIENT_LOG", "error"))
+	clientLogger = newClientLog(envOr("E2E_CLIENT_LOG", "error"))
+	rlog.SetLogger(clientLogger)
 	var err error
 	repo, err = filepath.Abs(filepath.Join("..", ".."))
 	Expect(err).NotTo(HaveOccurred())
@@ -198,4 +202,76 @@ func cleanup() {
 		}
 		return true
 	}).WithTimeout(time.Minute).Should(BeTrue(), "CRDs not gone")
+}
+
+// clientLog is the official Go client's logger (rlog) for the suite: it prints what is at
+// or above the level E2E_CLIENT_LOG names (error by default), and records, whatever the
+// level, the message queues the client reported it could not take into a push
+// consumer's process queue table ("do defaultConsumer, add a new mq failed",
+// consumer/consumer.go updateProcessQueueTable): the client's own word on which queues
+// it does not pull.
+type clientLog struct {
+	level    int
+	mu       sync.Mutex
+	notTaken map[string]map[string]bool // group -> MessageQueue.String()
+}
+
+var clientLogLevels = map[string]int{"debug": 0, "info": 1, "warn": 2, "warning": 2, "error": 3, "fatal": 4}
+
+func newClientLog(level string) *clientLog {
+	l := &clientLog{level: 3, notTaken: map[string]map[string]bool{}}
+	l.Level(level)
+	return l
+}
+
+// clientLogger is the client logger BeforeSuite installs.
+var clientLogger = newClientLog("error")
+
+func (l *clientLog) print(level int, name, msg string, fields map[string]any) {
+	if level < l.level {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s rlog %s %q", time.Now().UTC().Format(time.RFC3339Nano), name, msg)
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%v", k, fields[k])
+	}
+	fmt.Fprintln(os.Stderr, b.String())
+}
+
+func (l *clientLog) Debug(msg string, fields map[string]any) { l.print(0, "debug", msg, fields) }
+func (l *clientLog) Info(msg string, fields map[string]any)  { l.print(1, "info", msg, fields) }
+func (l *clientLog) Warning(msg string, fields map[string]any) {
+	if msg == "do defaultConsumer, add a new mq failed" {
+		group, _ := fields[rlog.LogKeyConsumerGroup].(string)
+		mq := fmt.Sprint(fields[rlog.LogKeyMessageQueue])
+		l.mu.Lock()
+		if l.notTaken[group] == nil {
+			l.notTaken[group] = map[string]bool{}
+		}
+		l.notTaken[group][mq] = true
+		l.mu.Unlock()
+	}
+	l.print(2, "warning", msg, fields)
+}
+func (l *clientLog) Error(msg string, fields map[string]any) { l.print(3, "error", msg, fields) }
+func (l *clientLog) Fatal(msg string, fields map[string]any) { l.print(4, "fatal", msg, fields) }
+func (l *clientLog) Level(level string) {
+	if v, ok := clientLogLevels[strings.ToLower(level)]; ok {
+		l.level = v
+	}
+}
+func (l *clientLog) OutputPath(string) error { return nil }
+
+// failedToTake reports whether the client said it could not take mq into group's push
+// consumer since the suite started.
+func (l *clientLog) failedToTake(group string, mq primitive.MessageQueue) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.notTaken[group][(&mq).String()]
 }
