@@ -171,6 +171,9 @@ func (b *Broker) handleGetConsumerList(ctx context.Context, conn *remoting.Conn,
 	}
 	g, ok := b.clients.Consumer(group)
 	if !ok || len(g.Channels) == 0 {
+		// As 4.9.7 logs it: a client that asks before its heartbeat reached this broker gets
+		// the error, and the official Go client then drops every queue of its rebalance.
+		b.log.Warn("consumer list asked for a group with no consumer here", "group", group, "remote", conn.RemoteAddr())
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("no consumer for this group, %s", group)), nil
 	}
 	resp := req.NewResponse(remoting.Success, "")
