@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if spec := os.Getenv(childEnv); spec != "" {
+		return runChildConsumer(spec)
+	}
 	lvl := os.Getenv("E2E_CLIENT_LOG")
 	if lvl == "" {
 		lvl = "error"

@@ -86,19 +86,24 @@ type orderLog struct {
 
 func (l *orderLog) listener(name string) func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 	return func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
 		for _, m := range msgs {
-			key, seqStr, _ := strings.Cut(string(m.Body), "/")
-			seq, _ := strconv.Atoi(seqStr)
-			l.byKey[key] = append(l.byKey[key], seq)
-			if l.per[name] == nil {
-				l.per[name] = map[string][]int{}
-			}
-			l.per[name][key] = append(l.per[name][key], seq)
+			l.record(name, string(m.Body))
 		}
 		return consumer.ConsumeSuccess, nil
 	}
+}
+
+// record notes that consumer name got body, "<key>/<seq>".
+func (l *orderLog) record(name, body string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key, seqStr, _ := strings.Cut(body, "/")
+	seq, _ := strconv.Atoi(seqStr)
+	l.byKey[key] = append(l.byKey[key], seq)
+	if l.per[name] == nil {
+		l.per[name] = map[string][]int{}
+	}
+	l.per[name][key] = append(l.per[name][key], seq)
 }
 
 // complete reports whether every key arrived up to n-1.
@@ -125,7 +130,9 @@ func (l *orderLog) complete(keys []string, n int) bool {
 // of each sequence number comes in order.
 func TestOrderlyTwoConsumersOneLeaves(t *testing.T) {
 	t.Parallel()
-	const topic, group = "E2EOrderlyLeave", "E2EOrderlyLeaveG"
+	// Names of their own per run: a consumer of the official client that shut down may
+	// stay listed in its group until the broker expires its channel (see childConsumer).
+	topic, group := instance("E2EOrderlyLeave"), instance("E2EOrderlyLeaveG")
 	createTopic(t, shared, topic, 4)
 	createRetryTopic(t, shared, group)
 	p, err := rocketmq.NewProducer(
@@ -140,37 +147,35 @@ func TestOrderlyTwoConsumersOneLeaves(t *testing.T) {
 	defer p.Shutdown()
 
 	l := &orderLog{byKey: map[string][]int{}, per: map[string]map[string][]int{}}
-	start := func(name string) rocketmq.PushConsumer {
-		c, err := rocketmq.NewPushConsumer(
-			consumer.WithNameServer([]string{namesrvAddr}), consumer.WithGroupName(group),
-			consumer.WithInstance(instance(name)), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-			consumer.WithConsumerModel(consumer.Clustering), consumer.WithConsumerOrder(true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, l.listener(name)); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return c
+	// The consumers that leave run in child processes: see childConsumer for why.
+	startChild := func(name string) *childConsumer {
+		return startChildConsumer(t, childConsumerSpec{Namesrv: namesrvAddr, Group: group, Topic: topic,
+			Instance: instance(name), Orderly: true}, func(body string) { l.record(name, body) })
 	}
 	// The first consumer of a group locks every queue. When others join it drops some
 	// of them, but the Go client does not unlock the queues it drops (its
 	// removeUnnecessaryMessageQueue leaves orderly consumption as a TODO), so they
 	// would stay blocked until the lock expires (60 s). A first consumer that leaves
 	// again unlocks all it holds, and the two that stay share the queues at once.
-	c0 := start("first")
-	eventually(t, 10*time.Second, "the first consumer registered", func() bool { return len(consumerIDs(t, shared, group)) == 1 })
-	c1 := start("stays")
-	defer c1.Shutdown()
-	c2 := start("leaves")
-	var once sync.Once
-	stop2 := func() { once.Do(func() { c2.Shutdown() }) }
-	defer stop2()
-	eventually(t, 10*time.Second, "three consumers registered", func() bool { return len(consumerIDs(t, shared, group)) == 3 })
-	c0.Shutdown()
+	first := startChild("first")
+	eventually(t, 20*time.Second, "the first consumer registered", func() bool { return len(consumerIDs(t, shared, group)) == 1 })
+	stays, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{namesrvAddr}), consumer.WithGroupName(group),
+		consumer.WithInstance(instance("stays")), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumerModel(consumer.Clustering), consumer.WithConsumerOrder(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stays.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, l.listener("stays")); err != nil {
+		t.Fatal(err)
+	}
+	if err := stays.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stays.Shutdown()
+	leaves := startChild("leaves")
+	eventually(t, 20*time.Second, "three consumers registered", func() bool { return len(consumerIDs(t, shared, group)) == 3 })
+	first.stop(t)
 	eventually(t, 10*time.Second, "two consumers left", func() bool { return len(consumerIDs(t, shared, group)) == 2 })
 
 	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
@@ -185,7 +190,7 @@ func TestOrderlyTwoConsumersOneLeaves(t *testing.T) {
 				defer l.mu.Unlock()
 				return len(l.per["stays"]) > 0 && len(l.per["leaves"]) > 0
 			})
-			stop2()
+			leaves.stop(t)
 		}
 		for _, k := range keys {
 			m := primitive.NewMessage(topic, []byte(fmt.Sprintf("%s/%d", k, seq)))
