@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,7 +106,18 @@ func TestCrashRecovery(t *testing.T) {
 
 func runCrashRounds(t *testing.T, flush string, rounds int) {
 	dir := t.TempDir()
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	// The kill moments are random; a failure names the seed that reproduces them
+	// (CRASH_SEED=<n>).
+	seed := time.Now().UnixNano()
+	if s, err := strconv.ParseInt(os.Getenv("CRASH_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kill moments from CRASH_SEED=%d", seed)
+		}
+	})
+	rng := rand.New(rand.NewSource(seed))
 	acked := map[ackKey]int64{} // -> queue offset
 	for round := range rounds {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
