@@ -31,6 +31,8 @@ type Options struct {
 	// NoFastChannel skips the listenPort-2 listener and lets a master's HA server take
 	// any free port instead of listenPort+1 (tests on random ports).
 	NoFastChannel bool
+	// InAppend, for tests, runs inside every commitlog append (a slow page cache).
+	InAppend func()
 }
 
 // Broker is one broker process.
@@ -50,6 +52,7 @@ type Broker struct {
 	sched     *schedule.Service    // delayed delivery
 	txn       *transaction.Service // transaction ends and checks
 	server    *remoting.Server
+	pools     pools             // the worker pools flow control looks after (flowcontrol.go)
 	acl       *acl.Watcher      // aclEnable: the plain ACL rules; nil without
 	tlsServer *tlsconfig.Server // the listeners' TLS (tls.server.*), HA port included
 	tlsClient *tlsconfig.Client // tls.enable: TLS to name servers and the master; nil without
@@ -137,6 +140,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	sc := cfg.StoreConfig()
 	sc.StoreHost = b.storeHost
 	sc.Logger = log.With("component", "store")
+	sc.InAppend = opts.InAppend
 	if b.metrics != nil {
 		sc.OnGroupCommit = b.metrics.onGroupCommit
 	}
@@ -231,6 +235,7 @@ func (b *Broker) registerProcessors() {
 	h(remoting.GetAllDelayOffset, b.handleGetAllDelayOffset, admin)
 
 	b.registerAdmin(admin)
+	b.pools = pools{send: send, pull: pull, heartbeat: clients}
 }
 
 // Start listens on listenPort and the fast channel listenPort-2, registers with the name
@@ -273,6 +278,7 @@ func (b *Broker) Start() error {
 	b.every(func() time.Duration { return c.FlushConsumerOffsetInterval }, b.persistOffsets, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.scanExpiredClients, nil)
 	b.every(func() time.Duration { return 10 * time.Second }, b.stats.sample, nil)
+	b.every(func() time.Duration { return fastFailurePeriod }, b.cleanExpiredRequests, nil)
 	return nil
 }
 

@@ -42,6 +42,10 @@ func testConfig(t *testing.T, dir string) *config.Config {
 	c.MappedFileSizeConsumeQueue = 1000 * 20
 	c.MaxHashSlotNum = 1000
 	c.MaxIndexNum = 4000
+	// Tests under -race on a loaded machine must not meet flow control unless they
+	// ask for it (flowcontrol_test.go).
+	c.WaitTimeInSendQueue = 10 * time.Second
+	c.OSPageCacheBusyTimeout = 10 * time.Second
 	return c
 }
 
@@ -99,8 +103,14 @@ func (tb *testBroker) createTopic(topic string, queues int) {
 // sendV2 sends one message as the Java producer does (SEND_MESSAGE_V2).
 func (tb *testBroker) sendV2(topic string, qid int, tags, body string) *remoting.Command {
 	tb.t.Helper()
+	req := sendV2Request(topic, qid, tags, body)
+	return tb.invoke(req.Code, req.ExtFields, req.Body)
+}
+
+// sendV2Request is the SEND_MESSAGE_V2 request of sendV2.
+func sendV2Request(topic string, qid int, tags, body string) *remoting.Command {
 	props, _ := message.EncodeProperties(map[string]string{message.PropertyTags: tags, message.PropertyKeys: "k-" + body, "WAIT": "true"})
-	return tb.invoke(remoting.SendMessageV2, map[string]string{
+	return remoting.NewRequest(remoting.SendMessageV2, map[string]string{
 		"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": strconv.Itoa(qid), "f": "0",
 		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": props, "j": "0", "k": "false", "m": "false",
 	}, []byte(body))

@@ -33,6 +33,9 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 		return nil, err
 	}
 	c := b.cfg.Get()
+	if resp := b.refuseWhenBusy(req, c); resp != nil {
+		return resp, nil
+	}
 	gc, ok, err := b.groups.GetOrCreate(h.Group, c.AutoCreateSubscriptionGroup)
 	if err != nil {
 		return nil, err

@@ -116,6 +116,16 @@ type Config struct {
 	SendThreadPoolQueueCapacity  int // sendThreadPoolQueueCapacity
 	PullThreadPoolQueueCapacity  int // pullThreadPoolQueueCapacity
 
+	// Flow control, as RocketMQ's BrokerFastFailure: a request that has waited in its
+	// pool longer than the pool's limit is answered SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE];
+	// while an append has held the commitlog longer than OSPageCacheBusyTimeout, sends
+	// are answered SYSTEM_BUSY [PC_SYNCHRONIZED] and those waiting [PCBUSY_CLEAN_QUEUE].
+	BrokerFastFailureEnable  bool          // brokerFastFailureEnable
+	WaitTimeInSendQueue      time.Duration // waitTimeMillsInSendQueue (sends, send-backs, transaction ends)
+	WaitTimeInPullQueue      time.Duration // waitTimeMillsInPullQueue
+	WaitTimeInHeartbeatQueue time.Duration // waitTimeMillsInHeartbeatQueue (heartbeats, unregistrations)
+	OSPageCacheBusyTimeout   time.Duration // osPageCacheBusyTimeOutMills
+
 	RegisterNameServerPeriod    time.Duration // registerNameServerPeriod, ms
 	RegisterBrokerTimeout       time.Duration // registerBrokerTimeoutMills, ms
 	FlushConsumerOffsetInterval time.Duration // flushConsumerOffsetInterval, ms
@@ -215,6 +225,11 @@ func Default() *Config {
 		ConsumerManageThreadPoolNums:      32,
 		SendThreadPoolQueueCapacity:       10000,
 		PullThreadPoolQueueCapacity:       100000,
+		BrokerFastFailureEnable:           true,
+		WaitTimeInSendQueue:               200 * time.Millisecond,
+		WaitTimeInPullQueue:               5 * time.Second,
+		WaitTimeInHeartbeatQueue:          31 * time.Second,
+		OSPageCacheBusyTimeout:            time.Second,
 		RegisterNameServerPeriod:          30 * time.Second,
 		RegisterBrokerTimeout:             6 * time.Second,
 		FlushConsumerOffsetInterval:       5 * time.Second,
@@ -338,6 +353,11 @@ func (c *Config) keys() []key {
 		{"consumerManagerThreadPoolNums", &c.ConsumerManageThreadPoolNums, false},
 		{"sendThreadPoolQueueCapacity", &c.SendThreadPoolQueueCapacity, false},
 		{"pullThreadPoolQueueCapacity", &c.PullThreadPoolQueueCapacity, false},
+		{"brokerFastFailureEnable", &c.BrokerFastFailureEnable, true},
+		millis("waitTimeMillsInSendQueue", &c.WaitTimeInSendQueue, true),
+		millis("waitTimeMillsInPullQueue", &c.WaitTimeInPullQueue, true),
+		millis("waitTimeMillsInHeartbeatQueue", &c.WaitTimeInHeartbeatQueue, true),
+		millis("osPageCacheBusyTimeOutMills", &c.OSPageCacheBusyTimeout, true),
 		millis("registerNameServerPeriod", &c.RegisterNameServerPeriod, true),
 		millis("registerBrokerTimeoutMills", &c.RegisterBrokerTimeout, true),
 		millis("flushConsumerOffsetInterval", &c.FlushConsumerOffsetInterval, false),
@@ -378,10 +398,11 @@ var ignored = map[string]bool{
 	"serverSelectorThreads": true, "serverOnewaySemaphoreValue": true, "serverAsyncSemaphoreValue": true,
 	"serverSocketSndBufSize": true, "serverSocketRcvBufSize": true,
 	"serverPooledByteBufAllocatorEnable": true, "useEpollNativeSelector": true, "transientStorePoolEnable": true,
-	"useReentrantLockWhenPutMessage": true, "sendMessageThreadPoolNums_": true, "waitTimeMillsInSendQueue": true,
-	"osPageCacheBusyTimeOutMills": true, "fetchNamesrvAddrByAddressServer": true,
+	"useReentrantLockWhenPutMessage": true, "sendMessageThreadPoolNums_": true,
+	// The transaction ends share the send pool here, and its waitTimeMillsInSendQueue.
+	"waitTimeMillsInTransactionQueue": true, "fetchNamesrvAddrByAddressServer": true,
 	"warmMapedFileEnable": true, "enableCalcFilterBitMap": true,
-	"isEnableBatchPush": true, "brokerFastFailureEnable": true, "storePathIndex": true,
+	"isEnableBatchPush": true, "storePathIndex": true,
 	"enableDLegerCommitLog": true, "filterServerNums": true, "compressedRegister": true,
 	"forceRegister": true, "enableConsumeQueueExt": true, "timerWheelEnable": true,
 	"maxDelayTime": true, "isEnableTransferMsgByHeap": true, "transferMsgByHeap": true,
@@ -608,6 +629,17 @@ func (c *Config) Validate() error {
 	} {
 		if n.v <= 0 {
 			return bad(n.key, n.v, "must be > 0")
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"waitTimeMillsInSendQueue", c.WaitTimeInSendQueue}, {"waitTimeMillsInPullQueue", c.WaitTimeInPullQueue},
+		{"waitTimeMillsInHeartbeatQueue", c.WaitTimeInHeartbeatQueue}, {"osPageCacheBusyTimeOutMills", c.OSPageCacheBusyTimeout},
+	} {
+		if d.v <= 0 {
+			return bad(d.key, d.v.Milliseconds(), "must be > 0 milliseconds")
 		}
 	}
 	if c.BrokerIP1 != "" {

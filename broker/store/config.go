@@ -89,6 +89,7 @@ type Config struct {
 	TotalMemory int64
 	DiskUsage   func(path string) (usedRatio float64, err error)
 	DiskFree    func(path string) (freeBytes int64, err error) // nil: statfs; one volume for every path
+	InAppend    func()                                         // runs inside every append, holding the commitlog (a slow page cache)
 }
 
 // DefaultConfig returns the RocketMQ 4.9 defaults rooted at root.

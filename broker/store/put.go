@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/names"
@@ -84,6 +85,18 @@ func (s *Store) AppendMessages(msgs []*message.Message) (res *PutResult, durable
 	}, nil
 }
 
+// AppendHeldFor is how long the append under way has held the commitlog, 0 when none
+// is under way. RocketMQ calls the commitlog busy (isOSPageCacheBusy) when this passes
+// osPageCacheBusyTimeOutMills: the page cache is not taking writes, and sends are
+// better refused than queued.
+func (s *Store) AppendHeldFor() time.Duration {
+	since := s.appendSince.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(time.Duration(s.cfg.now().UnixNano()-since), 0)
+}
+
 // appendBatch checks and appends msgs and stamps their message ids.
 func (s *Store) appendBatch(msgs []*message.Message) (*PutResult, error) {
 	if len(msgs) == 0 {
@@ -131,6 +144,11 @@ func (s *Store) appendBatch(msgs []*message.Message) (*PutResult, error) {
 func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total int) (_ *PutResult, err error) {
 	s.putMu.Lock()
 	defer s.putMu.Unlock()
+	s.appendSince.Store(s.cfg.now().UnixNano())
+	defer s.appendSince.Store(0)
+	if s.cfg.InAppend != nil {
+		s.cfg.InAppend()
+	}
 	// A fault while touching the mapping (I/O error paging in, file cut
 	// under us) becomes a sticky write error instead of a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))

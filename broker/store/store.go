@@ -42,6 +42,7 @@ type Store struct {
 	cqLoaded bool // every queue on disk is in cqs (set once in Open)
 
 	putMu        sync.Mutex      // the single commitlog writer
+	appendSince  atomic.Int64    // cfg clock (UnixNano) when the append holding putMu took it; 0 when none
 	queueTable   map[cqKey]int64 // next queue offset per queue; under putMu
 	writeErr     error           // sticky write failure; under putMu
 	kickDisp     chan struct{}   // wakes the dispatcher

@@ -1,6 +1,10 @@
 package remoting
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+	"time"
+)
 
 // Pool is a fixed set of workers with a bounded queue, so that one kind of request
 // (say, pulls) cannot starve another (say, sends) and overload is refused, not queued
@@ -14,9 +18,14 @@ import "sync"
 // the longest line's newest request, which is refused instead (longest queue drop):
 // a flood is answered SYSTEM_BUSY while the others are served. A request from the
 // longest line is refused itself, which leaves the behaviour of a pool full for all.
+//
+// A request that waits too long is refused too (ExpireWaiting, RocketMQ's broker fast
+// failure): a client is better served by SYSTEM_BUSY, which it can take elsewhere, than
+// by an answer after its own timeout.
 type Pool struct {
 	name  string
-	limit int // requests waiting, all lines together
+	limit int          // requests waiting, all lines together
+	now   func() int64 // monotonic nanoseconds; tests replace it
 
 	mu      sync.Mutex
 	work    sync.Cond
@@ -29,21 +38,27 @@ type Pool struct {
 	wg      sync.WaitGroup
 }
 
-// task serves a request on a worker, or, refused, answers SYSTEM_BUSY. Either way it
-// runs once.
-type task func(refused bool)
+// task serves a request on a worker (refusal ""), or answers it SYSTEM_BUSY with the
+// refusal as remark. Either way it runs once.
+type task func(refusal string)
+
+// queuedTask is a task and when it was queued.
+type queuedTask struct {
+	run task
+	at  int64 // Pool.now at submit
+}
 
 // line is one connection's requests waiting in a pool.
 type line struct {
 	conn    *Conn
-	tasks   fifo[task]
-	inTurns bool // in Pool.turns; may be while empty, after a displacement
+	tasks   fifo[queuedTask]
+	inTurns bool // in Pool.turns; may be while empty, after a displacement or expiry
 }
 
 const maxSpareLines = 64
 
 func newPool(name string, workers, queue int) *Pool {
-	p := &Pool{name: name, limit: max(queue, 0), lines: make(map[*Conn]*line)}
+	p := &Pool{name: name, limit: max(queue, 0), now: monoNow, lines: make(map[*Conn]*line)}
 	p.work.L = &p.mu
 	workers = max(workers, 1)
 	p.wg.Add(workers)
@@ -58,6 +73,21 @@ func (p *Pool) Waiting() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.waiting
+}
+
+// HeadWait is how long the oldest waiting request has waited, 0 when none waits
+// (RocketMQ's ...ThreadPoolQueueHeadWaitTimeMills).
+func (p *Pool) HeadWait() time.Duration {
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var oldest time.Duration
+	for _, l := range p.turns.items[p.turns.head:] {
+		if l.tasks.len() > 0 {
+			oldest = max(oldest, time.Duration(now-l.tasks.front().at))
+		}
+	}
+	return oldest
 }
 
 func (p *Pool) serve() {
@@ -75,7 +105,7 @@ func (p *Pool) serve() {
 			continue
 		}
 		p.mu.Unlock()
-		t(false)
+		t("")
 		p.mu.Lock()
 	}
 }
@@ -87,7 +117,7 @@ func (p *Pool) submit(c *Conn, t task) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
-		t(true)
+		t(p.fullRemark())
 		return
 	}
 	l := p.lines[c]
@@ -96,16 +126,16 @@ func (p *Pool) submit(c *Conn, t task) {
 		long := p.longestLocked()
 		if long == nil || l != nil && long.tasks.len() <= l.tasks.len() {
 			p.mu.Unlock()
-			t(true)
+			t(p.fullRemark())
 			return
 		}
-		displaced = long.tasks.popBack()
+		displaced = long.tasks.popBack().run
 		p.waiting--
 	}
 	if l == nil {
 		l = p.newLineLocked(c)
 	}
-	l.tasks.push(t)
+	l.tasks.push(queuedTask{t, p.now()})
 	p.waiting++
 	if !l.inTurns {
 		l.inTurns = true
@@ -117,8 +147,58 @@ func (p *Pool) submit(c *Conn, t task) {
 	}
 	p.mu.Unlock()
 	if displaced != nil {
-		displaced(true)
+		displaced(p.fullRemark())
 	}
+}
+
+func (p *Pool) fullRemark() string {
+	return fmt.Sprintf("[OVERLOAD] %s pool is full, try again later", p.name)
+}
+
+// ExpireWaiting refuses the requests that have waited maxWait or longer, as RocketMQ's
+// BrokerFastFailure cleans the head of a queue, with its remark: [TIMEOUT_CLEAN_QUEUE],
+// the time waited and the requests left waiting. It returns how many it refused. Each
+// line is in arrival order, so only its head needs a look.
+func (p *Pool) ExpireWaiting(maxWait time.Duration) int {
+	now := p.now()
+	return p.refuse(func(at int64) bool { return time.Duration(now-at) >= maxWait }, func(at int64, left int) string {
+		return fmt.Sprintf("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
+			time.Duration(now-at).Milliseconds(), left)
+	})
+}
+
+// RefuseWaiting refuses every waiting request, with a remark that starts with tag and
+// says, as RocketMQ's, how long it waited and how many are left: the store cannot take
+// writes now (see PCBUSY_CLEAN_QUEUE). It returns how many it refused.
+func (p *Pool) RefuseWaiting(tag string) int {
+	now := p.now()
+	return p.refuse(func(int64) bool { return true }, func(at int64, left int) string {
+		return fmt.Sprintf("%sbroker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
+			tag, time.Duration(now-at).Milliseconds(), left)
+	})
+}
+
+// refuse takes, from the head of every line, the requests for which due says so, and
+// answers each with remark(queued at, requests still waiting), outside the lock.
+func (p *Pool) refuse(due func(at int64) bool, remark func(at int64, left int) string) int {
+	type refused struct {
+		run    task
+		remark string
+	}
+	var out []refused
+	p.mu.Lock()
+	for _, l := range p.turns.items[p.turns.head:] {
+		for l.tasks.len() > 0 && due(l.tasks.front().at) {
+			qt := l.tasks.pop()
+			p.waiting--
+			out = append(out, refused{qt.run, remark(qt.at, p.waiting)})
+		}
+	}
+	p.mu.Unlock()
+	for _, r := range out {
+		r.run(r.remark)
+	}
+	return len(out)
 }
 
 // nextLocked takes the first request of the line whose turn it is, and sends that
@@ -127,11 +207,11 @@ func (p *Pool) nextLocked() (task, bool) {
 	for p.turns.len() > 0 {
 		l := p.turns.pop()
 		l.inTurns = false
-		if l.tasks.len() == 0 { // emptied by a displacement
+		if l.tasks.len() == 0 { // emptied by a displacement or refusals
 			p.dropLineLocked(l)
 			continue
 		}
-		t := l.tasks.pop()
+		t := l.tasks.pop().run
 		p.waiting--
 		if l.tasks.len() > 0 {
 			l.inTurns = true
@@ -201,6 +281,8 @@ type fifo[T any] struct {
 }
 
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
+
+func (q *fifo[T]) front() T { return q.items[q.head] }
 
 func (q *fifo[T]) push(v T) { q.items = append(q.items, v) }
 

@@ -2,9 +2,13 @@ package remoting
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // One connection fills a pool of one worker and a queue of four; a request from
@@ -76,14 +80,14 @@ func TestPoolTurnsAndStop(t *testing.T) {
 	hold, held := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var order []int
-	p.submit(conns[0], func(bool) { close(held); <-hold })
+	p.submit(conns[0], func(string) { close(held); <-hold })
 	<-held // the worker is busy and every line empty
 	for i := range 3 {
 		for _, c := range conns[:3-i] { // conns[0] queues 3, conns[1] 2, conns[2] 1
 			n := slices.Index(conns, c)*10 + i
-			p.submit(c, func(refused bool) {
-				if refused {
-					t.Errorf("request %d refused", n)
+			p.submit(c, func(refusal string) {
+				if refusal != "" {
+					t.Errorf("request %d refused: %s", n, refusal)
 				}
 				mu.Lock()
 				order = append(order, n)
@@ -96,9 +100,96 @@ func TestPoolTurnsAndStop(t *testing.T) {
 	if want := []int{0, 10, 20, 1, 11, 2}; !slices.Equal(order, want) {
 		t.Errorf("served %v, want %v", order, want)
 	}
-	refused := false
-	p.submit(conns[0], func(r bool) { refused = r })
-	if !refused {
-		t.Errorf("stopped pool took a request")
+	refusal := ""
+	p.submit(conns[0], func(r string) { refusal = r })
+	if !strings.HasPrefix(refusal, "[OVERLOAD]") {
+		t.Errorf("stopped pool answered %q, want an [OVERLOAD] refusal", refusal)
+	}
+}
+
+// Requests that waited maxWait or longer are refused with RocketMQ's
+// [TIMEOUT_CLEAN_QUEUE] remark, in every line, oldest first; younger ones stay queued
+// and are served. The pool's clock is the test's.
+func TestPoolExpireWaiting(t *testing.T) {
+	p := newPool("send", 1, 100)
+	var clock atomic.Int64
+	p.now = clock.Load
+	hold, held := make(chan struct{}), make(chan struct{})
+	p.submit(&Conn{}, func(string) { close(held); <-hold })
+	<-held
+
+	var mu sync.Mutex
+	answers := map[string]string{} // request -> refusal, "" when served
+	submit := func(c *Conn, name string) {
+		p.submit(c, func(refusal string) {
+			mu.Lock()
+			answers[name] = refusal
+			mu.Unlock()
+		})
+	}
+	a, b := &Conn{}, &Conn{}
+	submit(a, "a0") // queued at 0
+	clock.Store(int64(50 * time.Millisecond))
+	submit(b, "b0")
+	clock.Store(int64(150 * time.Millisecond))
+	submit(a, "a1")
+	submit(b, "b1")
+
+	clock.Store(int64(199 * time.Millisecond))
+	if got := p.HeadWait(); got != 199*time.Millisecond {
+		t.Errorf("the oldest request waited %v, want 199ms", got)
+	}
+	if n := p.ExpireWaiting(200 * time.Millisecond); n != 0 {
+		t.Fatalf("refused %d requests younger than the limit", n)
+	}
+	clock.Store(int64(250 * time.Millisecond)) // a0 waited 250 ms, b0 200 ms, the others 100 ms
+	if n := p.ExpireWaiting(200 * time.Millisecond); n != 2 {
+		t.Fatalf("refused %d requests, want a0 and b0", n)
+	}
+	if got := p.Waiting(); got != 2 {
+		t.Errorf("%d requests waiting after the expiry, want 2", got)
+	}
+	close(hold)
+	p.stop()
+	want := map[string]string{
+		"a0": "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 250ms, size of queue: 3",
+		"b0": "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 200ms, size of queue: 2",
+		"a1": "", "b1": "",
+	}
+	if !maps.Equal(answers, want) {
+		t.Errorf("answers %q\nwant %q", answers, want)
+	}
+}
+
+// RefuseWaiting empties the queue with the tag given, and the pool serves what comes
+// after.
+func TestPoolRefuseWaiting(t *testing.T) {
+	p := newPool("send", 1, 100)
+	var clock atomic.Int64
+	p.now = clock.Load
+	hold, held := make(chan struct{}), make(chan struct{})
+	p.submit(&Conn{}, func(string) { close(held); <-hold })
+	<-held
+	var refusals []string
+	for range 2 {
+		p.submit(&Conn{}, func(r string) { refusals = append(refusals, r) })
+	}
+	clock.Store(int64(30 * time.Millisecond))
+	if n := p.RefuseWaiting("[PCBUSY_CLEAN_QUEUE]"); n != 2 {
+		t.Fatalf("refused %d, want 2", n)
+	}
+	served := make(chan string, 1)
+	p.submit(&Conn{}, func(r string) { served <- r })
+	close(hold)
+	if r := <-served; r != "" {
+		t.Errorf("a request after the clean-up was refused: %s", r)
+	}
+	p.stop()
+	want := []string{
+		"[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 30ms, size of queue: 1",
+		"[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 30ms, size of queue: 0",
+	}
+	if !slices.Equal(refusals, want) {
+		t.Errorf("refusals %q\nwant %q", refusals, want)
 	}
 }

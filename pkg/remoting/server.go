@@ -371,10 +371,10 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 	}
 	s.inflight.Add(1)
 	s.drainMu.RUnlock()
-	r.pool.submit(c, func(refused bool) {
+	r.pool.submit(c, func(refusal string) {
 		defer s.inflight.Done()
-		if refused {
-			s.reply(c, req, req.NewResponse(SystemBusy, fmt.Sprintf("[OVERLOAD] %s pool is full, try again later", r.pool.name)))
+		if refusal != "" {
+			s.reply(c, req, req.NewResponse(SystemBusy, refusal))
 			return
 		}
 		s.reply(c, req, s.serve(r.handler, c, req))

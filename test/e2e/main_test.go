@@ -278,6 +278,9 @@ func newBrokerOn(parent, name string, extra map[string]string, port int) (*broke
 		// Small files keep the test's disk footprint low.
 		"mappedFileSizeCommitLog": strconv.Itoa(64 << 20), "mappedFileSizeConsumeQueue": strconv.Itoa(20 * 20000),
 		"maxHashSlotNum": "20000", "maxIndexNum": "80000",
+		// A loaded 2-core CI machine must not answer "broker busy" (the Go client does
+		// not retry SYSTEM_BUSY); flow control has tests of its own.
+		"waitTimeMillsInSendQueue": "3000", "osPageCacheBusyTimeOutMills": "5000",
 	}
 	for k, v := range extra {
 		conf[k] = v

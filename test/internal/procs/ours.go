@@ -58,8 +58,11 @@ func StartOurBroker(ctx context.Context, bin, dir string, o BrokerOpts) (*OurBro
 		"mappedFileSizeCommitLog":    fmt.Sprint(64 << 20),
 		"mappedFileSizeConsumeQueue": fmt.Sprint(30000 * 20),
 		"registerNameServerPeriod":   "10000",
-		"autoCreateTopicEnable":      "true",
-		"flushDiskType":              "ASYNC_FLUSH",
+		// As the Java broker's: a loaded 2-core CI machine must not answer "broker busy".
+		"waitTimeMillsInSendQueue":    "3000",
+		"osPageCacheBusyTimeOutMills": "5000",
+		"autoCreateTopicEnable":       "true",
+		"flushDiskType":               "ASYNC_FLUSH",
 	}
 	maps.Copy(conf, o.Conf)
 	confPath := filepath.Join(dir, "broker.conf")
