@@ -35,6 +35,13 @@
 # GOMEMLIMIT=BENCH_JAVA_HEAP_MB MiB, i.e. the Java heap's memory budget, collected only when
 # it is reached (bin/broker's own default is GOGC=400 with a soft limit of half the memory).
 #
+# With BENCH_OVERLOAD=1 (and ASYNC_FLUSH) it also overloads each broker: asynchronous sends
+# from BENCH_OVERLOAD_THREADS (64) connections with BENCH_OVERLOAD_INFLIGHT (64) outstanding
+# each, for BENCH_OVERLOAD_DURATION (30s), far above what the broker takes, while a consumer
+# reads the same topic live. Rows "overload": the sends admitted (TPS, latency) and, as
+# errors, those refused SYSTEM_BUSY by flow control (waitTimeMillsInSendQueue, both brokers'
+# default 200 ms); "overload consume": what the consumer got meanwhile.
+#
 # Environment: BENCH_BROKERS ("ours java"), BENCH_THREADS ("16 64"), BENCH_SIZE (1024),
 # BENCH_DURATION (20s), BENCH_WARMUP (5s), BENCH_SYNC_FLUSH (1: also run the producer with
 # SYNC_FLUSH), BENCH_CONSUME (1), BENCH_SEGMENT_MB (1024), BENCH_JAVA_HEAP_MB (1024),
@@ -54,6 +61,10 @@ duration=${BENCH_DURATION:-20s}
 warmup=${BENCH_WARMUP:-5s}
 do_sync=${BENCH_SYNC_FLUSH:-1}
 do_consume=${BENCH_CONSUME:-1}
+do_overload=${BENCH_OVERLOAD:-0}
+overload_duration=${BENCH_OVERLOAD_DURATION:-30s}
+overload_threads=${BENCH_OVERLOAD_THREADS:-64}
+overload_inflight=${BENCH_OVERLOAD_INFLIGHT:-64}
 segment_mb=${BENCH_SEGMENT_MB:-1024}
 heap_mb=${BENCH_JAVA_HEAP_MB:-1024}
 
@@ -323,6 +334,36 @@ run_consumer() { # kind flush threads dir (topic, stored from run_producer)
   log "  $kind $flush consume (topic of w=$t, $total msgs): $tps TPS, broker CPU ${cpu}s (machine ${busy}s), peak RSS ${rss} MiB (anon ${anon})"
 }
 
+run_overload() { # kind flush dir
+  local kind=$1 flush=$2 dir=$3
+  local topic="Bench_overload" out="$dir/overload"
+  "$bin/rmqbench" producer -n "$namesrv_addr" -t "$topic" -c -q 8 -w 16 -s "$size" -d "$warmup" \
+    >"$out.warmup.log" 2>&1 || die "overload warm-up failed; see $out.warmup.log"
+  local c0 c1 m0 m1
+  c0=$(cpu_ticks "$broker_pid") m0=$(machine_busy)
+  "$bin/rmqbench" consumer -n "$namesrv_addr" -t "$topic" -g bench_overload_consumer -d "$overload_duration" \
+    >"$out.consumer.log" 2>&1 &
+  local cpid=$!
+  pids+=("$cpid")
+  "$bin/rmqbench" producer -n "$namesrv_addr" -t "$topic" -a -w "$overload_threads" -inflight "$overload_inflight" \
+    -s "$size" -d "$overload_duration" >"$out.log" 2>&1 || die "overload producer failed; see $out.log"
+  wait "$cpid" || die "overload consumer failed; see $out.consumer.log"
+  c1=$(cpu_ticks "$broker_pid") m1=$(machine_busy)
+  local row total tps avg p99 refused cpu rss anon busy crow ctotal ctps
+  row=$(summary_row "$out.log" send)
+  [[ -n $row ]] || die "no summary in $out.log"
+  read -r total tps avg p99 <<<"$row"
+  refused=$(sed -n 's/.*refused SYSTEM_BUSY: \([0-9]*\).*/\1/p' "$out.log" | tail -n 1)
+  cpu=$(secs "$c0" "$c1")
+  rss=$(( $(hwm_kb "$broker_pid") / 1024 )) anon=$(( $(cat "$dir/anon-peak-kb") / 1024 ))
+  busy=$(secs "$m0" "$m1")
+  record "$kind" overload "$flush" "$overload_threads" "$tps" "$avg" "$p99" "$cpu" "$rss" "${refused:-0}" "$total" "$busy" "$anon"
+  crow=$(summary_row "$out.consumer.log" S2C)
+  read -r ctotal ctps _ <<<"${crow:-0 0}"
+  record "$kind" "overload-consume" "$flush" "$overload_threads" "$ctps" "-" "-" "-" "$rss" "0" "$ctotal" "-" "$anon"
+  log "  $kind $flush overload: $tps TPS admitted, p99 $p99 ms, ${refused:-0} refused SYSTEM_BUSY, consumer $ctps TPS meanwhile, peak anon RSS ${anon} MiB"
+}
+
 # --- 3. The runs -----------------------------------------------------------------------------
 flushes="ASYNC_FLUSH"
 [[ $do_sync == 1 ]] && flushes="ASYNC_FLUSH SYNC_FLUSH"
@@ -339,6 +380,9 @@ for kind in $brokers; do
         run_consumer "$kind" "$flush" "$t" "$dir"
       fi
     done
+    if [[ $flush == ASYNC_FLUSH && $do_overload == 1 ]]; then
+      run_overload "$kind" "$flush" "$dir"
+    fi
     stop_all
   done
 done
@@ -385,9 +429,10 @@ table() {
       split("5|6|7|8|0|9|13|10|12", cols, "|")
       for (k = 1; k <= n; k++) {
         split(order[k], f, SUBSEP)
-        wl = f[1] == "produce" ? "produce" : "consume (drain)"
+        wl = f[1] == "produce" ? "produce" : f[1] == "consume" ? "consume (drain)" : f[1] == "overload" ? "overload (async sends admitted)" : "consume during overload"
         for (m = 1; m <= 9; m++) {
-          if (f[1] == "consume" && (m == 2 || m == 3)) continue
+          if ((f[1] == "consume" || f[1] == "overload-consume") && (m == 2 || m == 3)) continue
+          if (f[1] == "overload-consume" && m != 1) continue
           line = "| " wl " | " f[2] " | " f[3] " | " names[m] " |"
           any = 0
           for (i = 1; i <= nk; i++) {
@@ -404,6 +449,10 @@ table() {
     }' "$results"
   echo
   echo "TPS: above 1 means ours is faster. Latency, CPU, RSS: below 1 means ours uses less."
+  if [[ $do_overload == 1 ]]; then
+    echo "Overload: ${overload_threads} connections x ${overload_inflight} async sends outstanding for ${overload_duration}, a live consumer"
+    echo "on the same topic; its errors are the sends refused SYSTEM_BUSY (flow control), its latencies those of the admitted."
+  fi
   echo "Broker CPU = utime+stime of the broker process during the measured run; peak RSS = VmHWM since that broker started,"
   echo "which includes the mmapped commitlog pages it touched; peak anon RSS = the highest RssAnon (heap, stacks, direct"
   echo "buffers; sampled every 0.2 s) since that broker started; Java's includes its pre-touched heap (AlwaysPreTouch);"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/client"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
@@ -37,6 +38,7 @@ type producerStats struct {
 	rt           latency
 	sendFailed   atomic.Int64 // no answer: connection error, timeout
 	respFailed   atomic.Int64 // an answer other than SUCCESS (or a stored-not-confirmed code)
+	busy         atomic.Int64 // of those, SYSTEM_BUSY: refused by the broker's flow control
 	notConfirmed atomic.Int64 // FLUSH_DISK_TIMEOUT and the like: stored, counted as sent
 }
 
@@ -174,6 +176,9 @@ func runProducer(ctx context.Context, o producerOptions, out io.Writer) (*produc
 		switch {
 		case errors.As(err, &re):
 			st.respFailed.Add(1)
+			if re.Code == remoting.SystemBusy {
+				st.busy.Add(1)
+			}
 		case err != nil:
 			st.sendFailed.Add(1)
 			routes.Failed() // the broker may have moved
@@ -233,8 +238,8 @@ func runProducer(ctx context.Context, o producerOptions, out io.Writer) (*produc
 	res := &producerResult{sent: st.rt.n.Load(), sendFailed: st.sendFailed.Load(), respFailed: st.respFailed.Load(), elapsed: elapsed}
 	printSummary(out, "Producer summary ("+mode+", RT = send to response)", []summaryRow{
 		{name: "send", duration: elapsed, count: res.sent, bytes: res.sent * int64(o.size), lat: &st.rt},
-	}, []string{fmt.Sprintf("send failed: %d, response failed: %d, stored but not confirmed (flush/slave timeout): %d",
-		res.sendFailed, res.respFailed, st.notConfirmed.Load())})
+	}, []string{fmt.Sprintf("send failed: %d, response failed: %d, stored but not confirmed (flush/slave timeout): %d, refused SYSTEM_BUSY: %d",
+		res.sendFailed, res.respFailed, st.notConfirmed.Load(), st.busy.Load())})
 	return res, nil
 }
 
