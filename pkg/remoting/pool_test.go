@@ -107,16 +107,23 @@ func TestPoolTurnsAndStop(t *testing.T) {
 	}
 }
 
-// Requests that waited maxWait or longer are refused with RocketMQ's
-// [TIMEOUT_CLEAN_QUEUE] remark, in every line, oldest first; younger ones stay queued
-// and are served. The pool's clock is the test's.
-func TestPoolExpireWaiting(t *testing.T) {
-	p := newPool("send", 1, 100)
-	var clock atomic.Int64
+// stuckPool is a pool of one worker, busy until hold is closed, on the clock returned
+// (monotonic nanoseconds, 0 at the start).
+func stuckPool() (p *Pool, clock *atomic.Int64, hold chan struct{}) {
+	p = newPool("send", 1, 100)
+	clock = new(atomic.Int64)
 	p.now = clock.Load
 	hold, held := make(chan struct{}), make(chan struct{})
 	p.submit(&Conn{}, func(string) { close(held); <-hold })
 	<-held
+	return p, clock, hold
+}
+
+// Requests that waited maxWait or longer are refused with RocketMQ's
+// [TIMEOUT_CLEAN_QUEUE] remark, in every line, oldest first; younger ones stay queued
+// and are served. The pool's clock is the test's.
+func TestPoolExpireWaiting(t *testing.T) {
+	p, clock, hold := stuckPool()
 
 	var mu sync.Mutex
 	answers := map[string]string{} // request -> refusal, "" when served
@@ -164,12 +171,7 @@ func TestPoolExpireWaiting(t *testing.T) {
 // RefuseWaiting empties the queue with the tag given, and the pool serves what comes
 // after.
 func TestPoolRefuseWaiting(t *testing.T) {
-	p := newPool("send", 1, 100)
-	var clock atomic.Int64
-	p.now = clock.Load
-	hold, held := make(chan struct{}), make(chan struct{})
-	p.submit(&Conn{}, func(string) { close(held); <-hold })
-	<-held
+	p, clock, hold := stuckPool()
 	var refusals []string
 	for range 2 {
 		p.submit(&Conn{}, func(r string) { refusals = append(refusals, r) })
