@@ -50,7 +50,7 @@ func startStalledBroker(t *testing.T, mutate func(*config.Config)) *stalledBroke
 		default:
 			close(sb.release)
 		}
-		sb.testBroker.stop()
+		sb.stop()
 	})
 	return sb
 }
