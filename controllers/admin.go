@@ -80,6 +80,14 @@ type BrokerAdmin interface {
 
 	// DeleteKV sends DELETE_KV_CONFIG (102) to a name server.
 	DeleteKV(ctx context.Context, namesrvAddr, namespace, key string) error
+
+	// WipeWritePerm sends WIPE_WRITE_PERM_OF_BROKER (205) to a name server: brokerName's
+	// topics become read-only in its routes. It returns the topics changed.
+	WipeWritePerm(ctx context.Context, namesrvAddr, brokerName string) (int, error)
+
+	// AddWritePerm sends ADD_WRITE_PERM_OF_BROKER (327) to a name server: brokerName's
+	// topics become read-write again. It returns the topics changed.
+	AddWritePerm(ctx context.Context, namesrvAddr, brokerName string) (int, error)
 }
 
 // AccountProber tells whether a broker accepts a request signed as an account: its

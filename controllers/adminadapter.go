@@ -174,6 +174,16 @@ func (a RemotingAdmin) DeleteKV(ctx context.Context, namesrvAddr, namespace, key
 	return a.C.DeleteKVConfig(ctx, namesrvAddr, namespace, key)
 }
 
+// WipeWritePerm implements BrokerAdmin.
+func (a RemotingAdmin) WipeWritePerm(ctx context.Context, namesrvAddr, brokerName string) (int, error) {
+	return a.C.WipeWritePerm(ctx, namesrvAddr, brokerName)
+}
+
+// AddWritePerm implements BrokerAdmin.
+func (a RemotingAdmin) AddWritePerm(ctx context.Context, namesrvAddr, brokerName string) (int, error) {
+	return a.C.AddWritePerm(ctx, namesrvAddr, brokerName)
+}
+
 // ProbeAccount implements AccountProber with GET_BROKER_RUNTIME_INFO signed as creds,
 // over a connection of its own that it closes.
 func (a RemotingAdmin) ProbeAccount(ctx context.Context, addr string, creds acl.Credentials) error {

@@ -41,12 +41,21 @@ type BrokerReconciler struct {
 	// APIReader reads Secrets' content around the cache, which holds only their metadata;
 	// SetupWithManager sets the manager's when nil.
 	APIReader client.Reader
+	// now is the clock of the roll's waits; nil is time.Now (tests set it).
+	now func() time.Time
+}
+
+func (r *BrokerReconciler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=brokers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=nameservers,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=rocketmq.openrmq.io,resources=topics;users,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch
@@ -61,6 +70,13 @@ type brokerState struct {
 	access      adminAccess
 	// topicsPending says which groups lack topics the others hold; "" when none.
 	topicsPending string
+	// partitions and roll are planRoll's: each group's StatefulSet partition, and where
+	// the roll stands (broker_roll.go).
+	partitions map[int32]int32
+	roll       rollState
+	// requeue asks for another reconcile this soon, with nothing wrong (a master waiting
+	// to restart); 0 for none.
+	requeue time.Duration
 }
 
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
@@ -91,17 +107,22 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"NetworkPolicyFailed", r.applyNetworkPolicy},
 		{"NameServerUnresolved", r.resolveNameServers},
 		{"ACLFileFailed", r.renderUsersACL},
+		{"RollPlanFailed", r.planRoll},
 		{"ApplyFailed", r.applyChildren},
 		{"ScaleInFailed", r.removeScaledInGroups},
 		{"ObservePodsFailed", r.observePods},
 		{"AdminAccessFailed", r.resolveAdmin},
 		{"TLSCheckFailed", r.checkTLS},
+		{"RollFailed", r.driveRoll},
 		{"NameServerPushFailed", r.pushNameServers},
 		{"TopicsUnobserved", r.observeTopics},
 		{"StatusFailed", r.observeWorkloads},
 	}
 	for _, s := range steps {
 		after, err := s.run(ctx, br, st)
+		if s.reason == "RollPlanFailed" && err == nil {
+			st.requeue, after = after, 0 // a master waiting to restart: nothing is wrong
+		}
 		if err != nil || after > 0 {
 			degraded(&br.Status.Conditions, br.Generation, s.reason, err)
 			if perr := r.Status().Patch(ctx, br, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {
@@ -119,11 +140,11 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Status().Patch(ctx, br, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: st.requeue}, nil
 }
 
 func (r *BrokerReconciler) applyChildren(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
-	b := &resource.BrokerBuilder{Instance: br, Scheme: r.Scheme, NameServerAddress: st.namesrvAddr}
+	b := &resource.BrokerBuilder{Instance: br, Scheme: r.Scheme, NameServerAddress: st.namesrvAddr, Partitions: st.partitions}
 	return 0, applyAll(ctx, r.Client, r.Recorder, br, b.Builders())
 }
 

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
@@ -43,7 +44,8 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 		}
 		sets = append(sets, sts)
 		ready += sts.Status.ReadyReplicas
-		gs := v1alpha1.BrokerGroupStatus{BrokerName: resource.BrokerName(g)}
+		gs := v1alpha1.BrokerGroupStatus{BrokerName: resource.BrokerName(g),
+			Rolling: st.roll.phase[g], MasterSteppedAsideAt: st.roll.stepped[g]}
 		for id := range br.Spec.ReplicasPerGroup {
 			m := v1alpha1.BrokerMember{
 				BrokerID: id,
@@ -66,6 +68,11 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 	br.Status.ReadySummary = fmt.Sprintf("%d/%d", ready, want)
 	before := meta.FindStatusCondition(br.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
 	workloadConditions(&br.Status.Conditions, br.Generation, sets, st.pods, ready, want)
+	if st.roll.message != "" {
+		if c := meta.FindStatusCondition(br.Status.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
+			c.Reason, c.Message = "Rolling", st.roll.message
+		}
+	}
 	holdForTopics(&br.Status.Conditions, br.Generation, before, st.topicsPending)
 	return 0, nil
 }

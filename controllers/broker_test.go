@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -33,24 +34,34 @@ func newBroker(ns, name string) *v1alpha1.Broker {
 // runPods plays the StatefulSet controller and kubelet for a Broker: every pod exists,
 // runs with an IP and is Ready, and every StatefulSet reports it.
 func runPods(br *v1alpha1.Broker) {
+	GinkgoHelper()
 	for g := range br.Spec.Groups {
-		sts := &appsv1.StatefulSet{}
-		Eventually(get(sts, br.Namespace, res.BrokerGroupName(br, g))).Should(Succeed())
-		for id := range br.Spec.ReplicasPerGroup {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: br.Namespace,
-				Name: res.BrokerPodName(br, g, id), Labels: sts.Spec.Template.Labels},
-				Spec: *sts.Spec.Template.Spec.DeepCopy()}
-			// The StatefulSet controller would add the claim as a volume.
-			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "store",
-				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-			Expect(k8s.Create(ctx, pod)).To(Succeed())
-			pod.Status = corev1.PodStatus{Phase: corev1.PodRunning,
-				PodIP:      fmt.Sprintf("10.0.%d.%d", g, id),
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-			Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-		}
-		markReady(sts)
+		runGroupPods(br, g)
 	}
+}
+
+// runGroupPods is runPods for group g alone. The pods carry markReady's revision, so
+// that the roll sees them at the StatefulSet's current spec.
+func runGroupPods(br *v1alpha1.Broker, g int32) {
+	GinkgoHelper()
+	sts := &appsv1.StatefulSet{}
+	Eventually(get(sts, br.Namespace, res.BrokerGroupName(br, g))).Should(Succeed())
+	for id := range br.Spec.ReplicasPerGroup {
+		labels := map[string]string{appsv1.StatefulSetRevisionLabel: "r1"}
+		maps.Copy(labels, sts.Spec.Template.Labels)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: br.Namespace,
+			Name: res.BrokerPodName(br, g, id), Labels: labels},
+			Spec: *sts.Spec.Template.Spec.DeepCopy()}
+		// The StatefulSet controller would add the claim as a volume.
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "store",
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		Expect(k8s.Create(ctx, pod)).To(Succeed())
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning,
+			PodIP:      fmt.Sprintf("10.0.%d.%d", g, id),
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	}
+	markReady(sts)
 }
 
 var _ = Describe("Broker", func() {

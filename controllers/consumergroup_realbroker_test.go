@@ -223,6 +223,14 @@ func (r routedAdmin) DeleteKV(ctx context.Context, ns, namespace, key string) er
 	return r(ns).DeleteKV(ctx, ns, namespace, key)
 }
 
+func (r routedAdmin) WipeWritePerm(ctx context.Context, ns, brokerName string) (int, error) {
+	return r(ns).WipeWritePerm(ctx, ns, brokerName)
+}
+
+func (r routedAdmin) AddWritePerm(ctx context.Context, ns, brokerName string) (int, error) {
+	return r(ns).AddWritePerm(ctx, ns, brokerName)
+}
+
 // loopbackCluster is a name server and one master broker of our own, in-process on
 // loopback, with a remoting client and pkg/admin over it.
 type loopbackCluster struct {

@@ -275,6 +275,14 @@ func (f *fakeAdmin) DeleteKV(_ context.Context, namesrvAddr, namespace, key stri
 	return nil
 }
 
+func (f *fakeAdmin) WipeWritePerm(_ context.Context, namesrvAddr, brokerName string) (int, error) {
+	return 0, f.record("WipeWritePerm", namesrvAddr, "%s", brokerName)
+}
+
+func (f *fakeAdmin) AddWritePerm(_ context.Context, namesrvAddr, brokerName string) (int, error) {
+	return 0, f.record("AddWritePerm", namesrvAddr, "%s", brokerName)
+}
+
 // hasTopic says whether the fake broker at addr holds topic.
 func (f *fakeAdmin) hasTopic(addr, topic string) bool {
 	f.mu.Lock()

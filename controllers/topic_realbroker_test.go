@@ -16,12 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
-	res "github.com/openrmq/rocketmq-operator/internal/resource"
 	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
@@ -66,25 +63,6 @@ func routeOf(rd *protocol.TopicRouteData, brokerName string) *protocol.QueueData
 	return nil
 }
 
-// runGroupPods plays the StatefulSet controller and kubelet for group g of a Broker, as
-// runPods does for all of them.
-func runGroupPods(br *v1alpha1.Broker, g int32) {
-	GinkgoHelper()
-	sts := &appsv1.StatefulSet{}
-	Eventually(get(sts, br.Namespace, res.BrokerGroupName(br, g))).Should(Succeed())
-	for id := range br.Spec.ReplicasPerGroup {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: br.Namespace,
-			Name: res.BrokerPodName(br, g, id), Labels: sts.Spec.Template.Labels},
-			Spec: *sts.Spec.Template.Spec.DeepCopy()}
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "store",
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		Expect(k8s.Create(ctx, pod)).To(Succeed())
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.%d.%d", g, id),
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-		Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
-	}
-	markReady(sts)
-}
 
 // loopbackBroker creates a one-group Broker resource whose name servers are the loopback
 // one (mutate, when not nil, changes it further), and routes the controllers' calls for it

@@ -90,6 +90,10 @@ type BrokerSpec struct {
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
+	// Rollout says how the operator rolls a change out to running pods (see BrokerRollout).
+	// +optional
+	Rollout *BrokerRollout `json:"rollout,omitempty"`
+
 	// NetworkPolicy, when enabled, keeps a NetworkPolicy <name>-broker over every pod of
 	// this Broker: listenPort and the fast channel (listenPort-2) admit
 	// networkPolicy.clientPeers (default: this namespace), the operator's namespace and this
@@ -220,7 +224,43 @@ type BrokerGroupStatus struct {
 	Master *BrokerMember `json:"master,omitempty"`
 	// +optional
 	Slaves []BrokerMember `json:"slaves,omitempty"`
+	// Rolling is where this group's roll stands; empty when it runs the current spec or
+	// waits for its turn.
+	// +optional
+	Rolling RollPhase `json:"rolling,omitempty"`
+	// MasterSteppedAsideAt is when the operator withdrew the master's write permission at
+	// the name servers, before restarting it; cleared once the master is back.
+	// +optional
+	MasterSteppedAsideAt *metav1.Time `json:"masterSteppedAsideAt,omitempty"`
 }
+
+// BrokerRollout tunes how a change reaches running pods. The operator rolls one group
+// at a time, in index order; in each group the slaves first (highest brokerId first, each
+// after the previous is Ready: registered and, for a slave, replicating), then the master.
+// Before it restarts a master it withdraws the master's write permission at the name
+// servers (WIPE_WRITE_PERM_OF_BROKER), so that producers move to the other groups at their
+// next route refresh, and the group takes writes again once its master is back.
+type BrokerRollout struct {
+	// MasterStepAsideSeconds is how long a master is left without write permission before
+	// it restarts: the official clients refresh routes every 30 s. 0 restarts masters at
+	// once (a single-group cluster has nowhere else to send, so it always does).
+	// +kubebuilder:default=35
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=600
+	// +optional
+	MasterStepAsideSeconds *int32 `json:"masterStepAsideSeconds,omitempty"`
+}
+
+// RollPhase is where one group's roll stands.
+// +kubebuilder:validation:Enum=Slaves;MasterSteppingAside;Master
+type RollPhase string
+
+// Roll phases of a group.
+const (
+	RollSlaves              RollPhase = "Slaves"              // the slaves are being replaced
+	RollMasterSteppingAside RollPhase = "MasterSteppingAside" // the master is left without write permission
+	RollMaster              RollPhase = "Master"              // the master is being replaced
+)
 
 // BrokerStatus is the observed state of a broker cluster.
 type BrokerStatus struct {

@@ -66,6 +66,10 @@ type BrokerBuilder struct {
 	// Applied fills it, so it is complete when the ConfigMaps and StatefulSets that
 	// follow them in Builders' order are applied.
 	PodAddresses map[string]string
+	// Partitions is each group's StatefulSet rollingUpdate partition, by group index: the
+	// operator drives the roll (controllers/broker_roll.go) by lowering it. A group not
+	// in the map gets 0 (a new StatefulSet: every pod at the current spec).
+	Partitions map[int32]int32
 }
 
 // Builders lists the children in apply order: the pod Services (whose ClusterIPs the

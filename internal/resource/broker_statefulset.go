@@ -28,8 +28,9 @@ func (b *brokerStatefulSet) Build() (client.Object, error) {
 // Update shapes one group's StatefulSet. The pod ordinal is the brokerId, and a
 // RollingUpdate StatefulSet replaces pods from the highest ordinal down, one at a time,
 // each only after the previous one is Ready (OrderedReady also starts them 0 first, so
-// the master is up before its slaves). A spec change therefore rolls the slaves first and
-// the master last. Partition stays 0: every ordinal >= partition is updated.
+// the master is up before its slaves). Only ordinals >= the partition are replaced: the
+// operator holds a group at partition=replicas until its turn, lowers it to 1 for the
+// slaves and to 0 for the master once it stepped aside (BrokerBuilder.Partitions).
 func (b *brokerStatefulSet) Update(obj client.Object) error {
 	sts := obj.(*appsv1.StatefulSet)
 	br := b.Instance
@@ -45,7 +46,7 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 	sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{
 		Type: appsv1.RollingUpdateStatefulSetStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{
-			Partition: ptr.To[int32](0)},
+			Partition: ptr.To(b.Partitions[b.index])},
 	}
 	sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 		WhenScaled:  retention(br.Spec.Storage.WhenScaled),

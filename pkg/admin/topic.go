@@ -135,6 +135,38 @@ func (c *Client) DeleteKVConfig(ctx context.Context, namesrvAddr, namespace, key
 	return err
 }
 
+// WipeWritePerm takes the write permission of every topic of brokerName away at one name
+// server (WIPE_WRITE_PERM_OF_BROKER, mqadmin wipeWritePerm): producers stop choosing that
+// group at their next route refresh. It returns the topics changed.
+func (c *Client) WipeWritePerm(ctx context.Context, namesrvAddr, brokerName string) (int, error) {
+	resp, err := c.invoke(ctx, namesrvAddr, remoting.WipeWritePermOfBroker,
+		remoting.EncodeHeader(&protocol.WipeWritePermOfBrokerRequestHeader{BrokerName: brokerName}), nil)
+	if err != nil {
+		return 0, err
+	}
+	var h protocol.WipeWritePermOfBrokerResponseHeader
+	if err := remoting.DecodeHeader(resp, &h); err != nil {
+		return 0, err
+	}
+	return int(h.WipeTopicCount), nil
+}
+
+// AddWritePerm gives every topic of brokerName read and write permission again at one
+// name server (ADD_WRITE_PERM_OF_BROKER, mqadmin addWritePerm). It returns the topics
+// changed.
+func (c *Client) AddWritePerm(ctx context.Context, namesrvAddr, brokerName string) (int, error) {
+	resp, err := c.invoke(ctx, namesrvAddr, remoting.AddWritePermOfBroker,
+		remoting.EncodeHeader(&protocol.AddWritePermOfBrokerRequestHeader{BrokerName: brokerName}), nil)
+	if err != nil {
+		return 0, err
+	}
+	var h protocol.AddWritePermOfBrokerResponseHeader
+	if err := remoting.DecodeHeader(resp, &h); err != nil {
+		return 0, err
+	}
+	return int(h.AddTopicCount), nil
+}
+
 // RuntimeInfo returns a broker's runtime table (GET_BROKER_RUNTIME_INFO): versions,
 // offsets, connection counts. Under plain ACL it needs a valid signature and no
 // permission, so a client signing as an account learns whether the broker has loaded it.

@@ -1,0 +1,327 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
+	"github.com/openrmq/rocketmq-operator/internal/resource"
+)
+
+// The roll of a Broker: one group at a time, in index order; in each group the slaves
+// first, then the master, after it stepped aside. The StatefulSets do the pod work
+// (RollingUpdate with OrderedReady replaces the highest ordinal first, each after the
+// previous one is Ready, and Ready is the broker's own /readyz: registered with a name
+// server and, for a slave, connected to its master). The operator only moves each
+// group's partition:
+//
+//	hold                 partition = replicas: no pod of the group is replaced
+//	Slaves               partition = 1: the slaves are replaced
+//	MasterSteppingAside  partition = 1, the master's write permission withdrawn at the
+//	                     name servers (WIPE_WRITE_PERM_OF_BROKER) so that producers move to
+//	                     the other groups at their next route refresh
+//	Master               partition = 0: the master is replaced; once it is Ready the group
+//	                     takes writes again and the next group's turn comes
+//
+// A group's turn comes when every group before it runs the current revision with all its
+// pods Ready: a pod that does not become Ready stops the roll there, and a fixed spec
+// resumes it (planRoll replaces a broken pod of the new revision that the StatefulSet
+// controller, waiting for it to be Ready, never would).
+
+// defaultStepAside is how long a master is left without write permission when
+// spec.rollout does not say: the official clients refresh routes every 30 s.
+const defaultStepAside = 35 * time.Second
+
+// groupPods is what planRoll knows of one group.
+type groupPods struct {
+	index    int32
+	sts      *appsv1.StatefulSet
+	pods     map[int32]*corev1.Pod // by ordinal (brokerId)
+	outdated map[int32]bool        // ordinals missing or at another revision than the StatefulSet's update revision
+}
+
+func (g *groupPods) ready(ordinals ...int32) bool {
+	for _, o := range ordinals {
+		if g.outdated[o] || !podReady(g.pods[o]) {
+			return false
+		}
+	}
+	return true
+}
+
+// rollState is where a Broker's roll stands, for the steps after planRoll and the status.
+type rollState struct {
+	phase   map[int32]v1alpha1.RollPhase
+	stepped map[int32]*metav1.Time // MasterSteppedAsideAt carried over or set
+	// stepAside is the group whose master must step aside now, -1 when none.
+	stepAside int32
+	// message describes the roll for the Progressing condition; "" when none is under way.
+	message string
+}
+
+// stepAsideFor is spec.rollout.masterStepAsideSeconds, or 0 for a single group, which
+// has no other group to take its writes.
+func stepAsideFor(br *v1alpha1.Broker) time.Duration {
+	if br.Spec.Groups < 2 {
+		return 0
+	}
+	if br.Spec.Rollout != nil && br.Spec.Rollout.MasterStepAsideSeconds != nil {
+		return time.Duration(*br.Spec.Rollout.MasterStepAsideSeconds) * time.Second
+	}
+	return defaultStepAside
+}
+
+// planRoll sets every group's partition for applyChildren (st.partitions) and says which
+// master steps aside (st.roll); it asks for a requeue while a master waits.
+func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
+	st.partitions = map[int32]int32{}
+	st.roll = rollState{phase: map[int32]v1alpha1.RollPhase{}, stepped: map[int32]*metav1.Time{}, stepAside: -1}
+	for i, gs := range br.Status.Groups {
+		if gs.MasterSteppedAsideAt != nil {
+			st.roll.stepped[int32(i)] = gs.MasterSteppedAsideAt
+		}
+	}
+	groups, err := r.observeGroups(ctx, br)
+	if err != nil {
+		return 0, err
+	}
+	var turn *groupPods
+	for _, g := range groups {
+		replicas := br.Spec.ReplicasPerGroup
+		if g.sts == nil {
+			st.partitions[g.index] = 0 // created at the current spec
+			continue
+		}
+		st.partitions[g.index] = replicas
+		if turn != nil || st.roll.message != "" {
+			continue // a group before this one rolls or holds the roll
+		}
+		if g.sts.Status.ObservedGeneration < g.sts.Generation {
+			st.roll.message = fmt.Sprintf("group %s: waiting for its StatefulSet to take the new spec", resource.BrokerName(g.index))
+			continue
+		}
+		if len(g.outdated) > 0 {
+			turn = g
+			continue
+		}
+		if !g.ready(ordinals(replicas)...) {
+			// Done with the current revision but not all Ready: later groups wait.
+			st.roll.message = fmt.Sprintf("group %s: %s", resource.BrokerName(g.index), notReadyPods(br, g, replicas))
+		}
+	}
+	if turn == nil {
+		st.roll.record(br)
+		return 0, nil
+	}
+	after, err := r.rollGroup(ctx, br, st, turn)
+	st.roll.record(br)
+	return after, err
+}
+
+// record writes the roll's phases and step-aside times into br's status at once, so that a
+// later step's failure does not lose them (observeWorkloads writes them again).
+func (rs rollState) record(br *v1alpha1.Broker) {
+	for i := range br.Status.Groups {
+		br.Status.Groups[i].Rolling = rs.phase[int32(i)]
+		br.Status.Groups[i].MasterSteppedAsideAt = rs.stepped[int32(i)]
+	}
+}
+
+// rollGroup moves the partition of g, the group whose turn it is.
+func (r *BrokerReconciler) rollGroup(ctx context.Context, br *v1alpha1.Broker, st *brokerState, g *groupPods) (time.Duration, error) {
+	replicas := br.Spec.ReplicasPerGroup
+	name := resource.BrokerName(g.index)
+	if err := r.replaceBrokenPods(ctx, br, g); err != nil {
+		return 0, err
+	}
+	slaves := ordinals(replicas)[1:]
+	slavesOutdated := false
+	for _, o := range slaves {
+		slavesOutdated = slavesOutdated || g.outdated[o]
+	}
+	set := func(partition int32, phase v1alpha1.RollPhase, msg string) {
+		st.partitions[g.index] = partition
+		st.roll.phase[g.index] = phase
+		st.roll.message = fmt.Sprintf("group %s: %s", name, msg)
+	}
+	switch {
+	case slavesOutdated:
+		set(1, v1alpha1.RollSlaves, "replacing the slaves, highest brokerId first")
+		return 0, nil
+	case !g.ready(slaves...):
+		set(1, v1alpha1.RollSlaves, "waiting for the replaced slaves: "+notReadyPods(br, g, replicas))
+		return 0, nil
+	}
+	wait := stepAsideFor(br)
+	since := st.roll.stepped[g.index]
+	switch {
+	case wait == 0:
+		set(0, v1alpha1.RollMaster, "replacing the master")
+	case since == nil:
+		set(1, v1alpha1.RollMasterSteppingAside, "withdrawing the master's write permission")
+		st.roll.stepAside = g.index
+		return time.Second, nil
+	case r.clock().Sub(since.Time) >= wait:
+		set(0, v1alpha1.RollMaster, "replacing the master, which stepped aside at "+since.UTC().Format(time.RFC3339))
+	default:
+		left := wait - r.clock().Sub(since.Time)
+		set(1, v1alpha1.RollMasterSteppingAside, fmt.Sprintf("the master steps aside, restarting it in %ds", int(left.Seconds()+0.5)))
+		return left, nil
+	}
+	return 0, nil
+}
+
+// replaceBrokenPods deletes the pods of g at an older update revision that are not
+// Ready: a StatefulSet with OrderedReady waits for such a pod for ever, so a roll to a
+// broken spec would stay stuck after the spec is fixed. Pods of the current revision and
+// Ready pods are left to the StatefulSet.
+func (r *BrokerReconciler) replaceBrokenPods(ctx context.Context, br *v1alpha1.Broker, g *groupPods) error {
+	for o, pod := range g.pods {
+		if !g.outdated[o] || podReady(pod) || !pod.DeletionTimestamp.IsZero() ||
+			pod.Labels[appsv1.StatefulSetRevisionLabel] == g.sts.Status.CurrentRevision {
+			continue
+		}
+		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		r.Recorder.Eventf(br, pod, corev1.EventTypeNormal, "BrokenPodReplaced", "Delete",
+			"pod %s of an earlier spec never became Ready; replaced with the current spec", pod.Name)
+	}
+	return nil
+}
+
+// observeGroups reads each group's StatefulSet and pods.
+func (r *BrokerReconciler) observeGroups(ctx context.Context, br *v1alpha1.Broker) ([]*groupPods, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(br.Namespace), client.MatchingLabels{
+		resource.InstanceLabel: br.Name, resource.ComponentLabel: resource.BrokerComponent}); err != nil {
+		return nil, err
+	}
+	byName := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		byName[pods.Items[i].Name] = &pods.Items[i]
+	}
+	var out []*groupPods
+	for gi := range br.Spec.Groups {
+		g := &groupPods{index: gi, pods: map[int32]*corev1.Pod{}, outdated: map[int32]bool{}}
+		sts := &appsv1.StatefulSet{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: br.Namespace, Name: resource.BrokerGroupName(br, gi)}, sts)
+		switch {
+		case err == nil:
+			g.sts = sts
+		case client.IgnoreNotFound(err) != nil:
+			return nil, err
+		}
+		for _, o := range ordinals(br.Spec.ReplicasPerGroup) {
+			pod := byName[resource.BrokerPodName(br, gi, o)]
+			if pod != nil {
+				g.pods[o] = pod
+			}
+			if g.sts != nil && (pod == nil || pod.Labels[appsv1.StatefulSetRevisionLabel] != g.sts.Status.UpdateRevision) {
+				g.outdated[o] = true
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// driveRoll makes the name-server calls the plan asks for: it withdraws the write
+// permission of the master stepping aside, and gives it back to the masters that are
+// back (their registration after the restart usually restores it; a name server that
+// kept the old registration would not).
+func (r *BrokerReconciler) driveRoll(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
+	namesrvs := nameServersOf(br)
+	if g := st.roll.stepAside; g >= 0 {
+		if err := st.access.err(); err != nil {
+			return retryAfter, fmt.Errorf("master of %s cannot step aside: %w", resource.BrokerName(g), err)
+		}
+		var errs []error
+		topics := 0
+		for _, ns := range namesrvs {
+			n, err := st.access.Admin.WipeWritePerm(ctx, ns, resource.BrokerName(g))
+			errs = append(errs, err)
+			topics = max(topics, n)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return retryAfter, fmt.Errorf("WIPE_WRITE_PERM_OF_BROKER %s: %w", resource.BrokerName(g), err)
+		}
+		now := metav1.NewTime(r.clock())
+		st.roll.stepped[g] = &now
+		st.requeue = stepAsideFor(br)
+		r.Recorder.Eventf(br, nil, corev1.EventTypeNormal, "MasterSteppedAside", "WipeWritePerm",
+			"master of %s: write permission withdrawn at %d name server(s) (%d topics) before its restart",
+			resource.BrokerName(g), len(namesrvs), topics)
+	}
+	for g, since := range st.roll.stepped {
+		if since == nil || st.roll.phase[g] != "" {
+			continue // still rolling
+		}
+		if err := st.access.err(); err != nil {
+			return retryAfter, fmt.Errorf("write permission of %s not given back: %w", resource.BrokerName(g), err)
+		}
+		restored, err := r.giveWritePermBack(ctx, st, namesrvs, resource.BrokerName(g))
+		if err != nil {
+			return retryAfter, err
+		}
+		delete(st.roll.stepped, g)
+		r.Recorder.Eventf(br, nil, corev1.EventTypeNormal, "MasterBack", "AddWritePerm",
+			"master of %s is back and takes writes (%s)", resource.BrokerName(g), restored)
+	}
+	st.roll.record(br)
+	return 0, nil
+}
+
+// giveWritePermBack restores brokerName's write permission at every name server whose
+// route of the broker's own topic (brokerTopicEnable) still lacks it, and says what it did.
+func (r *BrokerReconciler) giveWritePermBack(ctx context.Context, st *brokerState, namesrvs []string, brokerName string) (string, error) {
+	var added []string
+	for _, ns := range namesrvs {
+		route, err := st.access.Admin.TopicRoute(ctx, ns, brokerName)
+		if err != nil {
+			return "", fmt.Errorf("route of %s at %s: %w", brokerName, ns, err)
+		}
+		if q, ok := route[brokerName]; ok && q.Perm&permWrite != 0 {
+			continue // the master's registration after its restart restored it
+		}
+		if _, err := st.access.Admin.AddWritePerm(ctx, ns, brokerName); err != nil {
+			return "", fmt.Errorf("ADD_WRITE_PERM_OF_BROKER %s at %s: %w", brokerName, ns, err)
+		}
+		added = append(added, ns)
+	}
+	if len(added) == 0 {
+		return "its registration restored the write permission", nil
+	}
+	return "ADD_WRITE_PERM_OF_BROKER at " + strings.Join(added, ", "), nil
+}
+
+// permWrite is RocketMQ's PermName.PERM_WRITE.
+const permWrite = 2
+
+// ordinals is 0..n-1.
+func ordinals(n int32) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
+}
+
+// notReadyPods names the pods of g that are not Ready or not at the current spec.
+func notReadyPods(br *v1alpha1.Broker, g *groupPods, replicas int32) string {
+	var names []string
+	for _, o := range ordinals(replicas) {
+		if !g.ready(o) {
+			names = append(names, resource.BrokerPodName(br, g.index, o))
+		}
+	}
+	return strings.Join(names, ", ") + " not Ready"
+}
