@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
@@ -61,6 +62,9 @@ func (g *groupPods) ready(ordinals ...int32) bool {
 type rollState struct {
 	phase   map[int32]v1alpha1.RollPhase
 	stepped map[int32]*metav1.Time // MasterSteppedAsideAt carried over or set
+	// current says which groups run the current revision with every pod Ready: only
+	// their masters get the write permission back.
+	current map[int32]bool
 	// stepAside is the group whose master must step aside now, -1 when none.
 	stepAside int32
 	// message describes the roll for the Progressing condition; "" when none is under way.
@@ -83,11 +87,14 @@ func stepAsideFor(br *v1alpha1.Broker) time.Duration {
 // master steps aside (st.roll); it asks for a requeue while a master waits.
 func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
 	st.partitions = map[int32]int32{}
-	st.roll = rollState{phase: map[int32]v1alpha1.RollPhase{}, stepped: map[int32]*metav1.Time{}, stepAside: -1}
+	st.roll = rollState{phase: map[int32]v1alpha1.RollPhase{}, stepped: map[int32]*metav1.Time{},
+		current: map[int32]bool{}, stepAside: -1}
+	previous := map[int32]v1alpha1.RollPhase{}
 	for i, gs := range br.Status.Groups {
 		if gs.MasterSteppedAsideAt != nil {
 			st.roll.stepped[int32(i)] = gs.MasterSteppedAsideAt
 		}
+		previous[int32(i)] = gs.Rolling
 	}
 	groups, err := r.observeGroups(ctx, br)
 	if err != nil {
@@ -105,7 +112,14 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 			continue // a group before this one rolls or holds the roll
 		}
 		if g.sts.Status.ObservedGeneration < g.sts.Generation {
-			st.roll.message = fmt.Sprintf("group %s: waiting for its StatefulSet to take the new spec", resource.BrokerName(g.index))
+			// The StatefulSet has not seen its last change (a new template or partition):
+			// its revisions are not to be trusted yet. Keep what it has, and so do the
+			// groups after it.
+			if ru := g.sts.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+				st.partitions[g.index] = ptr.Deref(ru.Partition, 0)
+			}
+			st.roll.phase[g.index] = previous[g.index]
+			st.roll.message = fmt.Sprintf("group %s: waiting for its StatefulSet to take the last change", resource.BrokerName(g.index))
 			continue
 		}
 		if len(g.outdated) > 0 {
@@ -114,8 +128,10 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 		}
 		if !g.ready(ordinals(replicas)...) {
 			// Done with the current revision but not all Ready: later groups wait.
-			st.roll.message = fmt.Sprintf("group %s: %s", resource.BrokerName(g.index), notReadyPods(br, g, replicas))
+			st.roll.message = fmt.Sprintf("group %s: %s", resource.BrokerName(g.index), notReadyPods(br, g, ordinals(replicas)))
+			continue
 		}
+		st.roll.current[g.index] = true
 	}
 	if turn == nil {
 		st.roll.record(br)
@@ -157,7 +173,7 @@ func (r *BrokerReconciler) rollGroup(ctx context.Context, br *v1alpha1.Broker, s
 		set(1, v1alpha1.RollSlaves, "replacing the slaves, highest brokerId first")
 		return 0, nil
 	case !g.ready(slaves...):
-		set(1, v1alpha1.RollSlaves, "waiting for the replaced slaves: "+notReadyPods(br, g, replicas))
+		set(1, v1alpha1.RollSlaves, "waiting for the replaced slaves: "+notReadyPods(br, g, slaves))
 		return 0, nil
 	}
 	wait := stepAsideFor(br)
@@ -262,8 +278,8 @@ func (r *BrokerReconciler) driveRoll(ctx context.Context, br *v1alpha1.Broker, s
 			resource.BrokerName(g), len(namesrvs), topics)
 	}
 	for g, since := range st.roll.stepped {
-		if since == nil || st.roll.phase[g] != "" {
-			continue // still rolling
+		if since == nil || !st.roll.current[g] {
+			continue // still rolling, or not known to be back
 		}
 		if err := st.access.err(); err != nil {
 			return retryAfter, fmt.Errorf("write permission of %s not given back: %w", resource.BrokerName(g), err)
@@ -315,10 +331,11 @@ func ordinals(n int32) []int32 {
 	return out
 }
 
-// notReadyPods names the pods of g that are not Ready or not at the current spec.
-func notReadyPods(br *v1alpha1.Broker, g *groupPods, replicas int32) string {
+// notReadyPods names the pods of g among ordinals that are not Ready or not at the
+// current spec.
+func notReadyPods(br *v1alpha1.Broker, g *groupPods, ordinals []int32) string {
 	var names []string
-	for _, o := range ordinals(replicas) {
+	for _, o := range ordinals {
 		if !g.ready(o) {
 			names = append(names, resource.BrokerPodName(br, g.index, o))
 		}

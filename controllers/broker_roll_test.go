@@ -101,6 +101,35 @@ func (w *rollWorld) newRevision(rev string) {
 	}
 }
 
+// applyPartitions writes partitions into the StatefulSets, as applyChildren does, and
+// has the StatefulSet controller observe them or not yet.
+func (w *rollWorld) applyPartitions(partitions map[int32]int32, observed bool) {
+	ctx := context.Background()
+	for g, p := range partitions {
+		sts := &appsv1.StatefulSet{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: "mq", Name: res.BrokerGroupName(w.br, g)}, sts); err != nil {
+			w.t.Fatal(err)
+		}
+		sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(p)}}
+		sts.Generation++
+		if err := w.c.Update(ctx, sts); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+			w.t.Fatal(err)
+		}
+		if observed {
+			sts.Status.ObservedGeneration = sts.Generation
+		} else {
+			sts.Status.ObservedGeneration = sts.Generation - 1
+		}
+		if err := w.c.Status().Update(ctx, sts); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
 // step plans the roll and makes its name-server calls, as one reconcile does, and
 // returns the partitions, the phases and the requeue asked for.
 func (w *rollWorld) step() (map[int32]int32, map[int32]v1alpha1.RollPhase, time.Duration) {
@@ -167,6 +196,14 @@ func TestRollOneGroupAtATime(t *testing.T) {
 
 	w.now = w.now.Add(defaultStepAside)
 	w.expect(map[int32]int32{0: 0, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMaster})
+	// The partition change is not yet seen by the StatefulSet: nothing moves back, and the
+	// master keeps its step-aside.
+	w.applyPartitions(map[int32]int32{0: 0, 1: 2}, false)
+	w.expect(map[int32]int32{0: 0, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMaster})
+	if w.br.Status.Groups[0].MasterSteppedAsideAt == nil || len(w.admin.callsFor("AddWritePerm", "")) != 0 {
+		t.Fatalf("the step-aside ended while the StatefulSet had not seen the new partition")
+	}
+	w.applyPartitions(map[int32]int32{0: 0, 1: 2}, true)
 	w.setPod(0, 0, "", false) // the StatefulSet deleted it
 	w.expect(map[int32]int32{0: 0, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMaster})
 	if n := len(w.admin.callsFor("AddWritePerm", "")); n != 0 {

@@ -18,8 +18,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
@@ -200,7 +202,12 @@ func measureImageRoll(nsAddrs []string) {
 	Expect(err).NotTo(HaveOccurred(), "ctr images tag: %s", out)
 	t0 := time.Now()
 	edit(br, func() { br.Spec.Image = newImage })
+	lastState := ""
 	Eventually(func(g Gomega) {
+		if s := rollState(br); s != lastState { // the roll's timeline, one line per change
+			report("roll +%s: %s", since(t0), s)
+			lastState = s
+		}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(br), br)).To(Succeed())
 		g.Expect(br.Status.ObservedGeneration).To(Equal(br.Generation))
 		g.Expect(meta.IsStatusConditionTrue(br.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
@@ -236,4 +243,36 @@ func measureImageRoll(nsAddrs []string) {
 	fmt.Printf("rolling-update: mode=%s acked=%d lost=%d longest_send_stall_ms=%d longest_consume_gap_ms=%d max_slave_disconnect_ms=%d\n",
 		mode, len(keys), lost, sent.max(end).Milliseconds(), consumed.max(end).Milliseconds(), maxDisc.Milliseconds())
 	Expect(lost).To(BeZero())
+}
+
+// rollState is one line on where the samples' roll stands: the Broker's Progressing
+// condition and each group's phase, partition and pods (revision, Ready).
+func rollState(br *v1alpha1.Broker) string {
+	var b strings.Builder
+	cur := &v1alpha1.Broker{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(br), cur); err != nil {
+		return err.Error()
+	}
+	if c := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing); c != nil {
+		fmt.Fprintf(&b, "Progressing=%s %s %q;", c.Status, c.Reason, c.Message)
+	}
+	for _, g := range cur.Status.Groups {
+		fmt.Fprintf(&b, " %s[%s]", g.BrokerName, g.Rolling)
+	}
+	var sets appsv1.StatefulSetList
+	if err := k8s.List(ctx, &sets, client.InNamespace(samplesNS), client.MatchingLabels{
+		"app.kubernetes.io/instance": "rmq", "app.kubernetes.io/component": "broker"}); err == nil {
+		for _, s := range sets.Items {
+			fmt.Fprintf(&b, " %s partition=%d updated=%d ready=%d", s.Name,
+				ptr.Deref(s.Spec.UpdateStrategy.RollingUpdate.Partition, 0), s.Status.UpdatedReplicas, s.Status.ReadyReplicas)
+		}
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(samplesNS), client.MatchingLabels{
+		"app.kubernetes.io/instance": "rmq", "app.kubernetes.io/component": "broker"}); err == nil {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, " %s(new=%t ready=%t)", p.Name, p.Spec.Containers[0].Image == br.Spec.Image, podIsReady(&p))
+		}
+	}
+	return b.String()
 }
