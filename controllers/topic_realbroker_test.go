@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	brokerconfig "github.com/openrmq/rocketmq-operator/broker/config"
 	rmqadmin "github.com/openrmq/rocketmq-operator/pkg/admin"
@@ -62,7 +61,6 @@ func routeOf(rd *protocol.TopicRouteData, brokerName string) *protocol.QueueData
 	}
 	return nil
 }
-
 
 // loopbackBroker creates a one-group Broker resource whose name servers are the loopback
 // one (mutate, when not nil, changes it further), and routes the controllers' calls for it

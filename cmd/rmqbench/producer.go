@@ -13,8 +13,8 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/client"
-	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
+	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
 type producerOptions struct {
