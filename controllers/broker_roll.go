@@ -151,22 +151,48 @@ func (rs rollState) record(br *v1alpha1.Broker) {
 	}
 }
 
-// rollGroup moves the partition of g, the group whose turn it is.
+// rollGroup moves the partition of g, the group whose turn it is. Under SYNC_MASTER the
+// master steps aside before the slaves go, not after: a SYNC_MASTER without a slave answers
+// sends SLAVE_NOT_AVAILABLE, so the group takes no writes from the first restart to the
+// last.
 func (r *BrokerReconciler) rollGroup(ctx context.Context, br *v1alpha1.Broker, st *brokerState, g *groupPods) (time.Duration, error) {
 	replicas := br.Spec.ReplicasPerGroup
 	name := resource.BrokerName(g.index)
 	if err := r.replaceBrokenPods(ctx, br, g); err != nil {
 		return 0, err
 	}
+	set := func(partition int32, phase v1alpha1.RollPhase, msg string) {
+		st.partitions[g.index] = partition
+		st.roll.phase[g.index] = phase
+		st.roll.message = fmt.Sprintf("group %s: %s", name, msg)
+	}
+	// stepAside reports whether the master has been without write permission long enough;
+	// until then it holds the group at partition and asks for a requeue.
+	stepAside := func(partition int32) (bool, time.Duration) {
+		wait := stepAsideFor(br)
+		since := st.roll.stepped[g.index]
+		switch {
+		case wait == 0 || since != nil && r.clock().Sub(since.Time) >= wait:
+			return true, 0
+		case since == nil:
+			set(partition, v1alpha1.RollMasterSteppingAside, "withdrawing the master's write permission")
+			st.roll.stepAside = g.index
+			return false, time.Second
+		default:
+			left := wait - r.clock().Sub(since.Time)
+			set(partition, v1alpha1.RollMasterSteppingAside, fmt.Sprintf("the master steps aside, restarting in %ds", int(left.Seconds()+0.5)))
+			return false, left
+		}
+	}
 	slaves := ordinals(replicas)[1:]
 	slavesOutdated := false
 	for _, o := range slaves {
 		slavesOutdated = slavesOutdated || g.outdated[o]
 	}
-	set := func(partition int32, phase v1alpha1.RollPhase, msg string) {
-		st.partitions[g.index] = partition
-		st.roll.phase[g.index] = phase
-		st.roll.message = fmt.Sprintf("group %s: %s", name, msg)
+	if slavesOutdated && br.Spec.BrokerRole == v1alpha1.SyncMaster {
+		if done, after := stepAside(replicas); !done {
+			return after, nil
+		}
 	}
 	switch {
 	case slavesOutdated:
@@ -176,22 +202,14 @@ func (r *BrokerReconciler) rollGroup(ctx context.Context, br *v1alpha1.Broker, s
 		set(1, v1alpha1.RollSlaves, "waiting for the replaced slaves: "+notReadyPods(br, g, slaves))
 		return 0, nil
 	}
-	wait := stepAsideFor(br)
-	since := st.roll.stepped[g.index]
-	switch {
-	case wait == 0:
-		set(0, v1alpha1.RollMaster, "replacing the master")
-	case since == nil:
-		set(1, v1alpha1.RollMasterSteppingAside, "withdrawing the master's write permission")
-		st.roll.stepAside = g.index
-		return time.Second, nil
-	case r.clock().Sub(since.Time) >= wait:
-		set(0, v1alpha1.RollMaster, "replacing the master, which stepped aside at "+since.UTC().Format(time.RFC3339))
-	default:
-		left := wait - r.clock().Sub(since.Time)
-		set(1, v1alpha1.RollMasterSteppingAside, fmt.Sprintf("the master steps aside, restarting it in %ds", int(left.Seconds()+0.5)))
-		return left, nil
+	if done, after := stepAside(1); !done {
+		return after, nil
 	}
+	msg := "replacing the master"
+	if since := st.roll.stepped[g.index]; since != nil {
+		msg += ", which stepped aside at " + since.UTC().Format(time.RFC3339)
+	}
+	set(0, v1alpha1.RollMaster, msg)
 	return 0, nil
 }
 

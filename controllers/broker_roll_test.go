@@ -273,3 +273,27 @@ func TestStepAsideTime(t *testing.T) {
 		t.Errorf("one group: %v", got)
 	}
 }
+
+// Under SYNC_MASTER the master steps aside before its slaves go (without a slave it would
+// answer SLAVE_NOT_AVAILABLE), and restarts right after them.
+func TestRollSyncMasterStepsAsideFirst(t *testing.T) {
+	w := newRollWorld(t)
+	w.br.Spec.BrokerRole = v1alpha1.SyncMaster
+	w.newRevision("r2")
+	w.expect(map[int32]int32{0: 2, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMasterSteppingAside})
+	if n := len(w.admin.callsFor("WipeWritePerm", "broker-a")); n != 2 {
+		t.Fatalf("%d wipes before the slaves, want 2", n)
+	}
+	w.now = w.now.Add(defaultStepAside)
+	w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollSlaves})
+	w.setPod(0, 1, "r2", true)
+	w.expect(map[int32]int32{0: 0, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMaster})
+	if n := len(w.admin.callsFor("AddWritePerm", "")); n != 0 {
+		t.Fatalf("write permission given back before the master restarted")
+	}
+	w.setPod(0, 0, "r2", true)
+	w.expect(map[int32]int32{0: 2, 1: 2}, map[int32]v1alpha1.RollPhase{1: v1alpha1.RollMasterSteppingAside})
+	if n := len(w.admin.callsFor("AddWritePerm", "broker-a")); n != 2 {
+		t.Fatalf("%d give-backs after group a, want 2", n)
+	}
+}

@@ -239,7 +239,9 @@ type BrokerGroupStatus struct {
 // after the previous is Ready: registered and, for a slave, replicating), then the master.
 // Before it restarts a master it withdraws the master's write permission at the name
 // servers (WIPE_WRITE_PERM_OF_BROKER), so that producers move to the other groups at their
-// next route refresh, and the group takes writes again once its master is back.
+// next route refresh, and the group takes writes again once its master is back. Under
+// SYNC_MASTER the master steps aside before the slaves go (without a slave it would answer
+// sends SLAVE_NOT_AVAILABLE).
 type BrokerRollout struct {
 	// MasterStepAsideSeconds is how long a master is left without write permission before
 	// it restarts: the official clients refresh routes every 30 s. 0 restarts masters at
