@@ -103,11 +103,12 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 	var turn *groupPods
 	for _, g := range groups {
 		replicas := br.Spec.ReplicasPerGroup
+		// Held: a new StatefulSet creates its pods at the current spec whatever the
+		// partition, and starting held spares it a change right after.
+		st.partitions[g.index] = replicas
 		if g.sts == nil {
-			st.partitions[g.index] = 0 // created at the current spec
 			continue
 		}
-		st.partitions[g.index] = replicas
 		if turn != nil || st.roll.message != "" {
 			continue // a group before this one rolls or holds the roll
 		}

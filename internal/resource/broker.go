@@ -67,8 +67,8 @@ type BrokerBuilder struct {
 	// follow them in Builders' order are applied.
 	PodAddresses map[string]string
 	// Partitions is each group's StatefulSet rollingUpdate partition, by group index: the
-	// operator drives the roll (controllers/broker_roll.go) by lowering it. A group not
-	// in the map gets 0 (a new StatefulSet: every pod at the current spec).
+	// operator drives the roll (controllers/broker_roll.go) by lowering it from replicas.
+	// A group not in the map gets 0.
 	Partitions map[int32]int32
 }
 

@@ -444,7 +444,22 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 	})
 
 	It("rolls an image change under a steady 200 msg/s Go producer and loses no acknowledged message", func() {
-		measureImageRoll(strings.Split(nsAddr, ";"))
+		measureImageRoll(strings.Split(nsAddr, ";"), "-roll")
+	})
+
+	It("rolls an image change under SYNC_MASTER with no send answered SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT", func() {
+		br := &v1alpha1.Broker{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq"}, br)).To(Succeed())
+		t0 := time.Now()
+		edit(br, func() { br.Spec.BrokerRole = v1alpha1.SyncMaster }) // itself a roll
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(br), br)).To(Succeed())
+			g.Expect(br.Status.ObservedGeneration).To(Equal(br.Generation))
+			g.Expect(meta.IsStatusConditionTrue(br.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionFalse(br.Status.Conditions, v1alpha1.ConditionProgressing)).To(BeTrue())
+		}).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		report("brokerRole ASYNC_MASTER -> SYNC_MASTER rolled in %s", since(t0))
+		measureImageRoll(strings.Split(nsAddr, ";"), "-roll-sync")
 	})
 
 	It("refuses an invalid Broker and says why a Broker with a missing image does not start", func() {

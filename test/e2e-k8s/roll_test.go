@@ -95,8 +95,8 @@ func slaveConnected(pod string) bool {
 	return false
 }
 
-func measureImageRoll(nsAddrs []string) {
-	rtopic := "E2ERoll"
+func measureImageRoll(nsAddrs []string, tagSuffix string) {
+	rtopic := "E2ERoll" + strings.ReplaceAll(tagSuffix, "-", "_")
 	createTopic(strings.Join(nsAddrs, ";"), rtopic, 4)
 	br := &v1alpha1.Broker{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq"}, br)).To(Succeed())
@@ -106,7 +106,7 @@ func measureImageRoll(nsAddrs []string) {
 	var consumed gapTracker
 	got := &seen{keys: map[string]int{}}
 	c, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		consumer.WithGroupName("e2e-roll-"+runID), consumer.WithInstance("roll-"+runID),
+		consumer.WithGroupName("e2e-roll-"+runID+tagSuffix), consumer.WithInstance("roll-"+runID+tagSuffix),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(c.Subscribe(rtopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
@@ -124,7 +124,7 @@ func measureImageRoll(nsAddrs []string) {
 
 	// The producer: SendSync at 200/s, retries on, as the client.
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		producer.WithGroupName("e2e-roll-producer"), producer.WithInstanceName("roll-"+runID),
+		producer.WithGroupName("e2e-roll-producer"), producer.WithInstanceName("roll-"+runID+tagSuffix),
 		producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(p.Start()).To(Succeed())
@@ -132,6 +132,7 @@ func measureImageRoll(nsAddrs []string) {
 	var sent gapTracker
 	var ackedMu sync.Mutex
 	var acked []string
+	notOK := map[primitive.SendStatus]int{} // stored, but not as asked: SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT, ...
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -149,10 +150,16 @@ func measureImageRoll(nsAddrs []string) {
 			k := fmt.Sprintf("roll-%s-%d", runID, i)
 			m := primitive.NewMessage(rtopic, []byte(k))
 			m.WithKeys([]string{k})
-			if res, err := p.SendSync(ctx, m); err == nil && res.Status == primitive.SendOK {
+			res, err := p.SendSync(ctx, m)
+			switch {
+			case err == nil && res.Status == primitive.SendOK:
 				sent.tick(time.Now())
 				ackedMu.Lock()
 				acked = append(acked, k)
+				ackedMu.Unlock()
+			case err == nil:
+				ackedMu.Lock()
+				notOK[res.Status]++
 				ackedMu.Unlock()
 			}
 		}
@@ -195,7 +202,7 @@ func measureImageRoll(nsAddrs []string) {
 
 	// Steady state first, then the image change: the same image under another tag.
 	Eventually(func() int { return got.count(nil) }).WithTimeout(time.Minute).Should(BeNumerically(">=", rollRate))
-	newImage := version.DefaultImage + "-roll"
+	newImage := version.DefaultImage + tagSuffix
 	// containerd holds the image under its normalised name.
 	out, err := exec.Command("ctr", "--address", containerd, "-n", "k8s.io", "images", "tag", "--force",
 		"docker.io/"+version.DefaultImage, "docker.io/"+newImage).CombinedOutput()
@@ -243,6 +250,8 @@ func measureImageRoll(nsAddrs []string) {
 	fmt.Printf("rolling-update: mode=%s acked=%d lost=%d longest_send_stall_ms=%d longest_consume_gap_ms=%d max_slave_disconnect_ms=%d\n",
 		mode, len(keys), lost, sent.max(end).Milliseconds(), consumed.max(end).Milliseconds(), maxDisc.Milliseconds())
 	Expect(lost).To(BeZero())
+	// The Go client's statuses 1-3: FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
+	Expect(notOK).To(BeEmpty(), "sends answered other than SEND_OK, by status")
 }
 
 // rollState is one line on where the samples' roll stands: the Broker's Progressing
