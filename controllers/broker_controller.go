@@ -107,6 +107,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"NetworkPolicyFailed", r.applyNetworkPolicy},
 		{"NameServerUnresolved", r.resolveNameServers},
 		{"ACLFileFailed", r.renderUsersACL},
+		{"ConfigInvalid", r.checkConfig},
 		{"RollPlanFailed", r.planRoll},
 		{"ApplyFailed", r.applyChildren},
 		{"ScaleInFailed", r.removeScaledInGroups},
