@@ -94,6 +94,9 @@ func (b *Broker) handleCreateTopic(ctx context.Context, conn *remoting.Conn, req
 		return nil, err
 	}
 	b.log.Info("topic created or updated", "topic", h.Topic, "read", h.ReadQueueNums, "write", h.WriteQueueNums, "perm", h.Perm, "by", conn.RemoteAddr())
+	// As 4.9.7 (registerIncrementBrokerData before the answer): once the admin has its
+	// answer, the name servers route the topic, and a client that sends at once finds it.
+	b.registerAll()
 	return req.NewResponse(remoting.Success, ""), nil
 }
 
