@@ -156,42 +156,40 @@ func (p *Pool) fullRemark() string {
 }
 
 // ExpireWaiting refuses the requests that have waited maxWait or longer, as RocketMQ's
-// BrokerFastFailure cleans the head of a queue, with its remark: [TIMEOUT_CLEAN_QUEUE],
-// the time waited and the requests left waiting. It returns how many it refused. Each
-// line is in arrival order, so only its head needs a look.
+// BrokerFastFailure cleans the head of a queue, with its remark ([TIMEOUT_CLEAN_QUEUE]).
+// It returns how many it refused. Each line is in arrival order, so only its head needs
+// a look.
 func (p *Pool) ExpireWaiting(maxWait time.Duration) int {
-	now := p.now()
-	return p.refuse(func(at int64) bool { return time.Duration(now-at) >= maxWait }, func(at int64, left int) string {
-		return fmt.Sprintf("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
-			time.Duration(now-at).Milliseconds(), left)
-	})
+	return p.refuse("[TIMEOUT_CLEAN_QUEUE]", func(waited time.Duration) bool { return waited >= maxWait })
 }
 
-// RefuseWaiting refuses every waiting request, with a remark that starts with tag and
-// says, as RocketMQ's, how long it waited and how many are left: the store cannot take
-// writes now (see PCBUSY_CLEAN_QUEUE). It returns how many it refused.
+// RefuseWaiting refuses every waiting request, with a remark that starts with tag: the
+// store cannot take writes now (see PCBUSY_CLEAN_QUEUE). It returns how many it refused.
 func (p *Pool) RefuseWaiting(tag string) int {
-	now := p.now()
-	return p.refuse(func(int64) bool { return true }, func(at int64, left int) string {
-		return fmt.Sprintf("%sbroker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
-			tag, time.Duration(now-at).Milliseconds(), left)
-	})
+	return p.refuse(tag, func(time.Duration) bool { return true })
 }
 
-// refuse takes, from the head of every line, the requests for which due says so, and
-// answers each with remark(queued at, requests still waiting), outside the lock.
-func (p *Pool) refuse(due func(at int64) bool, remark func(at int64, left int) string) int {
+// refuse takes, from the head of every line, the requests for which due(time waited)
+// says so, and answers each, outside the lock, with RocketMQ's remark: tag, the time it
+// waited and the requests still waiting.
+func (p *Pool) refuse(tag string, due func(waited time.Duration) bool) int {
 	type refused struct {
 		run    task
 		remark string
 	}
 	var out []refused
+	now := p.now()
 	p.mu.Lock()
 	for _, l := range p.turns.items[p.turns.head:] {
-		for l.tasks.len() > 0 && due(l.tasks.front().at) {
-			qt := l.tasks.pop()
+		for l.tasks.len() > 0 {
+			waited := time.Duration(now - l.tasks.front().at)
+			if !due(waited) {
+				break
+			}
+			run := l.tasks.pop().run
 			p.waiting--
-			out = append(out, refused{qt.run, remark(qt.at, p.waiting)})
+			out = append(out, refused{run, fmt.Sprintf("%sbroker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
+				tag, waited.Milliseconds(), p.waiting)})
 		}
 	}
 	p.mu.Unlock()
