@@ -75,17 +75,26 @@ type brokerState struct {
 	partitions map[int32]int32
 	roll       rollState
 	// requeue asks for another reconcile this soon, with nothing wrong (a master waiting
-	// to restart); 0 for none.
+	// to restart); 0 for none. Set it with requeueWithin.
 	requeue time.Duration
+}
+
+// requeueWithin asks for another reconcile within d (d <= 0: none), keeping an earlier
+// request that is sooner.
+func (st *brokerState) requeueWithin(d time.Duration) {
+	if d > 0 && (st.requeue == 0 || d < st.requeue) {
+		st.requeue = d
+	}
 }
 
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
 // unprotected), resolve name servers, render plain_acl.yml from the Users (spec.acl without
-// secretName; before the pods that mount it), apply children, remove groups that were
-// scaled in, observe the pods, pick the admin for the brokers (TLS under spec.tls, signing
-// under spec.acl), check the brokers' TLS certificates, push a changed name-server list,
-// observe the groups' topics, then write the status, Ready waiting for the groups to hold
-// the topics.
+// secretName; before the pods that mount it), check spec.config with the broker's parser,
+// observe the pods, plan the roll (each group's partition), apply children, remove groups
+// that were scaled in, pick the admin for the brokers (TLS under spec.tls, signing under
+// spec.acl), check the brokers' TLS certificates, make the roll's name-server calls, push a
+// changed name-server list, observe the groups' topics, then write the status, Ready
+// waiting for the groups to hold the topics.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	br := &v1alpha1.Broker{}
 	if err := r.Get(ctx, req.NamespacedName, br); err != nil {
@@ -108,10 +117,10 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"NameServerUnresolved", r.resolveNameServers},
 		{"ACLFileFailed", r.renderUsersACL},
 		{"ConfigInvalid", r.checkConfig},
+		{"ObservePodsFailed", r.observePods},
 		{"RollPlanFailed", r.planRoll},
 		{"ApplyFailed", r.applyChildren},
 		{"ScaleInFailed", r.removeScaledInGroups},
-		{"ObservePodsFailed", r.observePods},
 		{"AdminAccessFailed", r.resolveAdmin},
 		{"TLSCheckFailed", r.checkTLS},
 		{"RollFailed", r.driveRoll},
@@ -121,9 +130,6 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	for _, s := range steps {
 		after, err := s.run(ctx, br, st)
-		if s.reason == "RollPlanFailed" && err == nil {
-			st.requeue, after = after, 0 // a master waiting to restart: nothing is wrong
-		}
 		if err != nil || after > 0 {
 			degraded(&br.Status.Conditions, br.Generation, s.reason, err)
 			if perr := r.Status().Patch(ctx, br, client.MergeFrom(orig)); perr != nil && !apierrors.IsNotFound(perr) {

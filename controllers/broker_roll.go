@@ -15,6 +15,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/internal/resource"
+	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 )
 
 // The roll of a Broker: one group at a time, in index order; in each group the slaves
@@ -84,7 +85,8 @@ func stepAsideFor(br *v1alpha1.Broker) time.Duration {
 }
 
 // planRoll sets every group's partition for applyChildren (st.partitions) and says which
-// master steps aside (st.roll); it asks for a requeue while a master waits.
+// master steps aside (st.roll); it asks for a requeue (st.requeueWithin) while a master
+// waits.
 func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
 	st.partitions = map[int32]int32{}
 	st.roll = rollState{phase: map[int32]v1alpha1.RollPhase{}, stepped: map[int32]*metav1.Time{},
@@ -96,7 +98,7 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 		}
 		previous[int32(i)] = gs.Rolling
 	}
-	groups, err := r.observeGroups(ctx, br)
+	groups, err := r.observeGroups(ctx, br, st.pods)
 	if err != nil {
 		return 0, err
 	}
@@ -134,17 +136,20 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 		}
 		st.roll.current[g.index] = true
 	}
-	if turn == nil {
-		st.roll.record(br)
-		return 0, nil
+	if turn != nil {
+		after, err := r.rollGroup(ctx, br, st, turn)
+		if err != nil {
+			return 0, err
+		}
+		st.requeueWithin(after)
 	}
-	after, err := r.rollGroup(ctx, br, st, turn)
 	st.roll.record(br)
-	return after, err
+	return 0, nil
 }
 
-// record writes the roll's phases and step-aside times into br's status at once, so that a
-// later step's failure does not lose them (observeWorkloads writes them again).
+// record writes the roll's phases and step-aside times into br's status groups: at once,
+// so that a later step's failure does not lose them, and again over the groups
+// observeWorkloads lists.
 func (rs rollState) record(br *v1alpha1.Broker) {
 	for i := range br.Status.Groups {
 		br.Status.Groups[i].Rolling = rs.phase[int32(i)]
@@ -152,7 +157,9 @@ func (rs rollState) record(br *v1alpha1.Broker) {
 	}
 }
 
-// rollGroup moves the partition of g, the group whose turn it is. Under SYNC_MASTER the
+// rollGroup moves the partition of g, the group whose turn it is, and says how soon to
+// look again while its master steps aside (driveRoll, later in the same reconcile, makes
+// the name-server calls and asks for the whole wait). Under SYNC_MASTER the
 // master steps aside before the slaves go, not after: a SYNC_MASTER without a slave answers
 // sends SLAVE_NOT_AVAILABLE, so the group takes no writes from the first restart to the
 // last.
@@ -178,7 +185,7 @@ func (r *BrokerReconciler) rollGroup(ctx context.Context, br *v1alpha1.Broker, s
 		case since == nil:
 			set(partition, v1alpha1.RollMasterSteppingAside, "withdrawing the master's write permission")
 			st.roll.stepAside = g.index
-			return false, time.Second
+			return false, 0
 		default:
 			left := wait - r.clock().Sub(since.Time)
 			set(partition, v1alpha1.RollMasterSteppingAside, fmt.Sprintf("the master steps aside, restarting in %ds", int(left.Seconds()+0.5)))
@@ -233,17 +240,9 @@ func (r *BrokerReconciler) replaceBrokenPods(ctx context.Context, br *v1alpha1.B
 	return nil
 }
 
-// observeGroups reads each group's StatefulSet and pods.
-func (r *BrokerReconciler) observeGroups(ctx context.Context, br *v1alpha1.Broker) ([]*groupPods, error) {
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(br.Namespace), client.MatchingLabels{
-		resource.InstanceLabel: br.Name, resource.ComponentLabel: resource.BrokerComponent}); err != nil {
-		return nil, err
-	}
-	byName := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		byName[pods.Items[i].Name] = &pods.Items[i]
-	}
+// observeGroups reads each group's StatefulSet, and takes its pods from byName
+// (observePods).
+func (r *BrokerReconciler) observeGroups(ctx context.Context, br *v1alpha1.Broker, byName map[string]*corev1.Pod) ([]*groupPods, error) {
 	var out []*groupPods
 	for gi := range br.Spec.Groups {
 		g := &groupPods{index: gi, pods: map[int32]*corev1.Pod{}, outdated: map[int32]bool{}}
@@ -291,7 +290,7 @@ func (r *BrokerReconciler) driveRoll(ctx context.Context, br *v1alpha1.Broker, s
 		}
 		now := metav1.NewTime(r.clock())
 		st.roll.stepped[g] = &now
-		st.requeue = stepAsideFor(br)
+		st.requeueWithin(stepAsideFor(br))
 		r.Recorder.Eventf(br, nil, corev1.EventTypeNormal, "MasterSteppedAside", "WipeWritePerm",
 			"master of %s: write permission withdrawn at %d name server(s) (%d topics) before its restart",
 			resource.BrokerName(g), len(namesrvs), topics)
@@ -324,7 +323,7 @@ func (r *BrokerReconciler) giveWritePermBack(ctx context.Context, st *brokerStat
 		if err != nil {
 			return "", fmt.Errorf("route of %s at %s: %w", brokerName, ns, err)
 		}
-		if q, ok := route[brokerName]; ok && q.Perm&permWrite != 0 {
+		if q, ok := route[brokerName]; ok && protocol.IsWriteable(int(q.Perm)) {
 			continue // the master's registration after its restart restored it
 		}
 		if _, err := st.access.Admin.AddWritePerm(ctx, ns, brokerName); err != nil {
@@ -337,9 +336,6 @@ func (r *BrokerReconciler) giveWritePermBack(ctx context.Context, st *brokerStat
 	}
 	return "ADD_WRITE_PERM_OF_BROKER at " + strings.Join(added, ", "), nil
 }
-
-// permWrite is RocketMQ's PermName.PERM_WRITE.
-const permWrite = 2
 
 // ordinals is 0..n-1.
 func ordinals(n int32) []int32 {

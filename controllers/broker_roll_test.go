@@ -136,6 +136,9 @@ func (w *rollWorld) step() (map[int32]int32, map[int32]v1alpha1.RollPhase, time.
 	w.t.Helper()
 	ctx := context.Background()
 	st := &brokerState{access: adminAccess{Admin: w.admin}}
+	if _, err := w.r.observePods(ctx, w.br, st); err != nil {
+		w.t.Fatal(err)
+	}
 	after, err := w.r.planRoll(ctx, w.br, st)
 	if err != nil {
 		w.t.Fatal(err)

@@ -44,8 +44,7 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 		}
 		sets = append(sets, sts)
 		ready += sts.Status.ReadyReplicas
-		gs := v1alpha1.BrokerGroupStatus{BrokerName: resource.BrokerName(g),
-			Rolling: st.roll.phase[g], MasterSteppedAsideAt: st.roll.stepped[g]}
+		gs := v1alpha1.BrokerGroupStatus{BrokerName: resource.BrokerName(g)}
 		for id := range br.Spec.ReplicasPerGroup {
 			m := v1alpha1.BrokerMember{
 				BrokerID: id,
@@ -63,6 +62,7 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 	}
 	want := br.Spec.Groups * br.Spec.ReplicasPerGroup
 	br.Status.Groups = groups
+	st.roll.record(br)
 	br.Status.Replicas = want
 	br.Status.ReadyReplicas = ready
 	br.Status.ReadySummary = fmt.Sprintf("%d/%d", ready, want)
