@@ -53,6 +53,12 @@ func testConfig(t *testing.T, dir string) *config.Config {
 // when empty); mutate adjusts the config first.
 func startBroker(t *testing.T, dir string, mutate func(*config.Config)) *testBroker {
 	t.Helper()
+	return startBrokerWith(t, dir, mutate, Options{})
+}
+
+// startBrokerWith is startBroker with options (NoFastChannel and a quiet logger are set).
+func startBrokerWith(t *testing.T, dir string, mutate func(*config.Config), opts Options) *testBroker {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -60,7 +66,8 @@ func startBroker(t *testing.T, dir string, mutate func(*config.Config)) *testBro
 	if mutate != nil {
 		mutate(c)
 	}
-	b, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler)})
+	opts.NoFastChannel, opts.Logger = true, slog.New(slog.DiscardHandler)
+	b, err := New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

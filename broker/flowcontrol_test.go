@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,31 +25,25 @@ type stalledBroker struct {
 func startStalledBroker(t *testing.T, mutate func(*config.Config)) *stalledBroker {
 	t.Helper()
 	sb := &stalledBroker{inside: make(chan struct{}), release: make(chan struct{})}
-	c := testConfig(t, t.TempDir())
-	c.SendMessageThreadPoolNums = 1
-	if mutate != nil {
-		mutate(c)
-	}
-	b, err := New(c, Options{NoFastChannel: true, Logger: slog.New(slog.DiscardHandler), InAppend: func() {
+	sb.testBroker = startBrokerWith(t, "", func(c *config.Config) {
+		c.SendMessageThreadPoolNums = 1
+		if mutate != nil {
+			mutate(c)
+		}
+	}, Options{InAppend: func() {
 		if sb.stall.CompareAndSwap(true, false) {
 			close(sb.inside)
 			<-sb.release
 		}
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sb.testBroker = &testBroker{Broker: b, t: t, addr: c.BrokerAddr(), cl: remoting.NewClient(remoting.ClientConfig{})}
+	// Registered after startBrokerWith's, so it runs before the broker stops: a stuck
+	// append is let go first.
 	t.Cleanup(func() {
 		select {
 		case <-sb.release:
 		default:
 			close(sb.release)
 		}
-		sb.stop()
 	})
 	return sb
 }

@@ -46,10 +46,7 @@ func runChildConsumer(specJSON string) int {
 		fmt.Fprintln(os.Stderr, "child consumer:", err)
 		return 2
 	}
-	c, err := rocketmq.NewPushConsumer(
-		consumer.WithNameServer([]string{s.Namesrv}), consumer.WithGroupName(s.Group),
-		consumer.WithInstance(s.Instance), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumerModel(consumer.Clustering), consumer.WithConsumerOrder(s.Orderly))
+	c, err := newFirstOffsetConsumer(s.Namesrv, s.Group, s.Instance, s.Orderly)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child consumer:", err)
 		return 2
@@ -76,6 +73,15 @@ func runChildConsumer(specJSON string) int {
 	<-term
 	c.Shutdown()
 	return 0
+}
+
+// newFirstOffsetConsumer is a clustering push consumer of group that starts at the first
+// offset, orderly or not: the child's, and the orderly tests' own.
+func newFirstOffsetConsumer(namesrv, group, inst string, orderly bool) (rocketmq.PushConsumer, error) {
+	return rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{namesrv}), consumer.WithGroupName(group),
+		consumer.WithInstance(inst), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumerModel(consumer.Clustering), consumer.WithConsumerOrder(orderly))
 }
 
 // childConsumer is a consumer running in a child process.

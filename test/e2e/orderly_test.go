@@ -159,10 +159,7 @@ func TestOrderlyTwoConsumersOneLeaves(t *testing.T) {
 	// again unlocks all it holds, and the two that stay share the queues at once.
 	first := startChild("first")
 	eventually(t, 20*time.Second, "the first consumer registered", func() bool { return len(consumerIDs(t, shared, group)) == 1 })
-	stays, err := rocketmq.NewPushConsumer(
-		consumer.WithNameServer([]string{namesrvAddr}), consumer.WithGroupName(group),
-		consumer.WithInstance(instance("stays")), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumerModel(consumer.Clustering), consumer.WithConsumerOrder(true))
+	stays, err := newFirstOffsetConsumer(namesrvAddr, group, instance("stays"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,10 +265,7 @@ func TestOrderlyQueueFreedWhenOwnerDisconnects(t *testing.T) {
 
 	var mu sync.Mutex
 	got := map[int][]string{} // by queue
-	c, err := rocketmq.NewPushConsumer(
-		consumer.WithNameServer([]string{namesrvAddr}), consumer.WithGroupName(group),
-		consumer.WithInstance(instance("c")), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumerModel(consumer.Clustering), consumer.WithConsumerOrder(true))
+	c, err := newFirstOffsetConsumer(namesrvAddr, group, instance("c"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
