@@ -48,6 +48,14 @@ type BrokerAdmin interface {
 	// offsets for on that broker.
 	ConsumeStats(ctx context.Context, addr, group, topic string) ([]QueueOffset, error)
 
+	// SubscriptionGroups sends GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the names of the
+	// consumer groups the broker knows, its own system groups included.
+	SubscriptionGroups(ctx context.Context, addr string) ([]string, error)
+
+	// CommitLogMaxOffset reads commitLogMaxOffset from GET_BROKER_RUNTIME_INFO (28): where
+	// the broker's commitlog ends.
+	CommitLogMaxOffset(ctx context.Context, addr string) (int64, error)
+
 	// CreateOrUpdateTopic sends UPDATE_AND_CREATE_TOPIC (17). The broker registers the new
 	// version of its topic table with its name servers, also when nothing changed.
 	CreateOrUpdateTopic(ctx context.Context, addr string, t TopicConfig) error

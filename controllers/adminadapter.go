@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/pkg/acl"
@@ -92,6 +96,28 @@ func (a RemotingAdmin) ConsumeStats(ctx context.Context, addr, group, topic stri
 			QueueID: mq.QueueID, BrokerOffset: o.BrokerOffset, ConsumerOffset: o.ConsumerOffset})
 	}
 	return out, nil
+}
+
+// SubscriptionGroups implements BrokerAdmin.
+func (a RemotingAdmin) SubscriptionGroups(ctx context.Context, addr string) ([]string, error) {
+	table, err := a.C.SubscriptionGroups(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(table)), nil
+}
+
+// CommitLogMaxOffset implements BrokerAdmin.
+func (a RemotingAdmin) CommitLogMaxOffset(ctx context.Context, addr string) (int64, error) {
+	info, err := a.C.RuntimeInfo(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(info["commitLogMaxOffset"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("commitLogMaxOffset of %s: %w", addr, err)
+	}
+	return v, nil
 }
 
 // CreateOrUpdateTopic implements BrokerAdmin.

@@ -68,6 +68,8 @@ type brokerState struct {
 	namesrvAddr string
 	pods        map[string]*corev1.Pod
 	access      adminAccess
+	// lag is observeReplication's: each Ready slave's replication lag, by pod name.
+	lag map[string]slaveLag
 	// topicsPending says which groups lack topics the others hold; "" when none.
 	topicsPending string
 	// partitions and roll are planRoll's: each group's StatefulSet partition, and where
@@ -90,9 +92,10 @@ func (st *brokerState) requeueWithin(d time.Duration) {
 // Reconcile runs the checklist: apply or delete the NetworkPolicy (first, so no pod starts
 // unprotected), resolve name servers, render plain_acl.yml from the Users (spec.acl without
 // secretName; before the pods that mount it), check spec.config with the broker's parser,
-// observe the pods, plan the roll (each group's partition), apply children, remove groups
-// that were scaled in, pick the admin for the brokers (TLS under spec.tls, signing under
-// spec.acl), check the brokers' TLS certificates, make the roll's name-server calls, push a
+// pick the admin for the brokers (TLS under spec.tls, signing under spec.acl), observe the
+// pods and the slaves' replication lag, plan the roll (each group's partition), apply
+// children, check the brokers' TLS certificates, drain and remove groups that were scaled in, make the roll's name-server
+// calls, push a
 // changed name-server list, observe the groups' topics, then write the status, Ready
 // waiting for the groups to hold the topics.
 func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -117,12 +120,13 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"NameServerUnresolved", r.resolveNameServers},
 		{"ACLFileFailed", r.renderUsersACL},
 		{"ConfigInvalid", r.checkConfig},
+		{"AdminAccessFailed", r.resolveAdmin},
 		{"ObservePodsFailed", r.observePods},
+		{"ReplicationUnobserved", r.observeReplication},
 		{"RollPlanFailed", r.planRoll},
 		{"ApplyFailed", r.applyChildren},
-		{"ScaleInFailed", r.removeScaledInGroups},
-		{"AdminAccessFailed", r.resolveAdmin},
 		{"TLSCheckFailed", r.checkTLS},
+		{"ScaleInFailed", r.scaleIn},
 		{"RollFailed", r.driveRoll},
 		{"NameServerPushFailed", r.pushNameServers},
 		{"TopicsUnobserved", r.observeTopics},

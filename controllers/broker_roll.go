@@ -42,12 +42,16 @@ import (
 // spec.rollout does not say: the official clients refresh routes every 30 s.
 const defaultStepAside = 35 * time.Second
 
+// lagPoll is how soon a roll waiting for a slave to catch up looks again.
+const lagPoll = 2 * time.Second
+
 // groupPods is what planRoll knows of one group.
 type groupPods struct {
 	index    int32
 	sts      *appsv1.StatefulSet
 	pods     map[int32]*corev1.Pod // by ordinal (brokerId)
 	outdated map[int32]bool        // ordinals missing or at another revision than the StatefulSet's update revision
+	was      v1alpha1.RollPhase    // the group's phase in the status, before this reconcile
 }
 
 func (g *groupPods) ready(ordinals ...int32) bool {
@@ -104,6 +108,7 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 	}
 	var turn *groupPods
 	for _, g := range groups {
+		g.was = previous[g.index]
 		replicas := br.Spec.ReplicasPerGroup
 		// Held: a new StatefulSet creates its pods at the current spec whatever the
 		// partition, and starting held spares it a change right after.
@@ -209,6 +214,13 @@ func (r *BrokerReconciler) rollGroup(ctx context.Context, br *v1alpha1.Broker, s
 	case !g.ready(slaves...):
 		set(1, v1alpha1.RollSlaves, "waiting for the replaced slaves: "+notReadyPods(br, g, slaves))
 		return 0, nil
+	}
+	// Once the master is being replaced it cannot be asked, and its slaves were within
+	// the bound when it went.
+	if lagging := laggingSlaves(br, st, g.index); lagging != "" && g.was != v1alpha1.RollMaster && podReady(g.pods[0]) {
+		// No pod event comes when a slave catches up: look again soon.
+		set(1, v1alpha1.RollSlaves, "waiting for the replaced slaves to catch up: "+lagging)
+		return lagPoll, nil
 	}
 	if done, after := stepAside(1); !done {
 		return after, nil

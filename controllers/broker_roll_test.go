@@ -139,6 +139,10 @@ func (w *rollWorld) step() (map[int32]int32, map[int32]v1alpha1.RollPhase, time.
 	if _, err := w.r.observePods(ctx, w.br, st); err != nil {
 		w.t.Fatal(err)
 	}
+	if _, err := w.r.observeReplication(ctx, w.br, st); err != nil {
+		w.t.Fatal(err)
+	}
+	st.requeue = 0 // observeReplication's refresh; the roll's own requeues are asserted
 	after, err := w.r.planRoll(ctx, w.br, st)
 	if err != nil {
 		w.t.Fatal(err)
@@ -298,5 +302,56 @@ func TestRollSyncMasterStepsAsideFirst(t *testing.T) {
 	w.expect(map[int32]int32{0: 2, 1: 2}, map[int32]v1alpha1.RollPhase{1: v1alpha1.RollMasterSteppingAside})
 	if n := len(w.admin.callsFor("AddWritePerm", "broker-a")); n != 2 {
 		t.Fatalf("%d give-backs after group a, want 2", n)
+	}
+}
+
+// A replaced slave that is Ready but far behind its master holds the master's step-aside
+// until it caught up, and one whose lag cannot be read holds it too.
+func TestRollWaitsForTheSlaveToCatchUp(t *testing.T) {
+	w := newRollWorld(t)
+	master, slave := res.BrokerMemberAddress(w.br, 0, 0), res.BrokerMemberAddress(w.br, 0, 1)
+	w.newRevision("r2")
+	w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollSlaves})
+	w.setPod(0, 1, "r2", true)
+	w.admin.offsets[master], w.admin.offsets[slave] = 5<<20, 1<<20
+	after := w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollSlaves})
+	if after != lagPoll {
+		t.Errorf("requeue after %v, want %v", after, lagPoll)
+	}
+	if n := len(w.admin.callsFor("WipeWritePerm", "")); n != 0 {
+		t.Fatalf("write permission wiped %d times while the slave was 4 MiB behind", n)
+	}
+	if got := w.br.Status.Groups[0].Slaves; len(got) != 0 {
+		t.Logf("slaves %+v", got)
+	}
+
+	w.admin.setFail("CommitLogMaxOffset", errTest("i/o timeout"))
+	w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollSlaves})
+	w.admin.setFail("CommitLogMaxOffset", nil)
+
+	w.admin.offsets[slave] = 5<<20 - 100
+	w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMasterSteppingAside})
+}
+
+// The status shows each Ready slave's lag.
+func TestStatusShowsSlaveLag(t *testing.T) {
+	w := newRollWorld(t)
+	w.admin.offsets[res.BrokerMemberAddress(w.br, 1, 0)] = 4096
+	w.admin.offsets[res.BrokerMemberAddress(w.br, 1, 1)] = 1024
+	ctx := context.Background()
+	st := &brokerState{access: adminAccess{Admin: w.admin}}
+	for _, step := range []brokerStep{w.r.observePods, w.r.observeReplication, w.r.planRoll, w.r.observeWorkloads} {
+		if _, err := step(ctx, w.br, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for g, want := range []int64{0, 3072} {
+		s := w.br.Status.Groups[g].Slaves
+		if len(s) != 1 || s[0].LagBytes == nil || *s[0].LagBytes != want {
+			t.Errorf("group %d slaves %+v, want lagBytes %d", g, s, want)
+		}
+	}
+	if st.requeue != replicationRefresh {
+		t.Errorf("requeue %v, want the lag refreshed in %v", st.requeue, replicationRefresh)
 	}
 }

@@ -52,6 +52,9 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 				Address:  resource.BrokerMemberAddress(br, g, id),
 			}
 			m.Ready = podReady(st.pods[m.Pod])
+			if l, ok := st.lag[m.Pod]; ok && l.err == nil {
+				m.LagBytes = &l.bytes
+			}
 			if id == 0 {
 				gs.Master = &m
 			} else {

@@ -185,6 +185,14 @@ func (r routedAdmin) ConsumeStats(ctx context.Context, addr, group, topic string
 	return r(addr).ConsumeStats(ctx, addr, group, topic)
 }
 
+func (r routedAdmin) SubscriptionGroups(ctx context.Context, addr string) ([]string, error) {
+	return r(addr).SubscriptionGroups(ctx, addr)
+}
+
+func (r routedAdmin) CommitLogMaxOffset(ctx context.Context, addr string) (int64, error) {
+	return r(addr).CommitLogMaxOffset(ctx, addr)
+}
+
 func (r routedAdmin) CreateOrUpdateTopic(ctx context.Context, addr string, t TopicConfig) error {
 	return r(addr).CreateOrUpdateTopic(ctx, addr, t)
 }

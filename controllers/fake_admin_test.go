@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,6 +25,10 @@ type fakeAdmin struct {
 	// topics: addr -> the broker's topic table; kv: name server, namespace and key -> value.
 	topics map[string]map[string]TopicConfig
 	kv     map[string]string
+	// groups: addr -> the subscription groups the broker knows; offsets: addr -> its
+	// commitLogMaxOffset (0 when not set).
+	groups  map[string][]string
+	offsets map[string]int64
 	// accounts the fake brokers accept (ProbeAccount): accessKey -> secretKey.
 	accounts map[string]string
 
@@ -64,7 +69,8 @@ func (f *fakeAdmin) root() *fakeAdmin {
 
 func newFakeAdmin() *fakeAdmin {
 	return &fakeAdmin{stats: map[string][]QueueOffset{}, fail: map[string]error{},
-		topics: map[string]map[string]TopicConfig{}, kv: map[string]string{}, accounts: map[string]string{}}
+		topics: map[string]map[string]TopicConfig{}, kv: map[string]string{}, accounts: map[string]string{},
+		groups: map[string][]string{}, offsets: map[string]int64{}}
 }
 
 func (f *fakeAdmin) record(method, addr, format string, args ...any) error {
@@ -147,6 +153,26 @@ func (f *fakeAdmin) ConsumeStats(_ context.Context, addr, group, topic string) (
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeAdmin) SubscriptionGroups(_ context.Context, addr string) ([]string, error) {
+	if err := f.record("SubscriptionGroups", addr, ""); err != nil {
+		return nil, err
+	}
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.groups[addr]), nil
+}
+
+func (f *fakeAdmin) CommitLogMaxOffset(_ context.Context, addr string) (int64, error) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.fail["CommitLogMaxOffset"]; err != nil {
+		return 0, err
+	}
+	return r.offsets[addr], nil // 0 unless set: every broker caught up
 }
 
 // The fake's brokers keep topic tables per address; its name servers route every topic the

@@ -94,6 +94,10 @@ type BrokerSpec struct {
 	// +optional
 	Rollout *BrokerRollout `json:"rollout,omitempty"`
 
+	// ScaleIn says how a group removed by lowering groups leaves (see BrokerScaleIn).
+	// +optional
+	ScaleIn *BrokerScaleIn `json:"scaleIn,omitempty"`
+
 	// NetworkPolicy, when enabled, keeps a NetworkPolicy <name>-broker over every pod of
 	// this Broker: listenPort and the fast channel (listenPort-2) admit
 	// networkPolicy.clientPeers (default: this namespace), the operator's namespace and this
@@ -215,6 +219,11 @@ type BrokerMember struct {
 	// Address is host:port of the pod's stable DNS name.
 	Address string `json:"address"`
 	Ready   bool   `json:"ready"`
+	// LagBytes, on a slave, is how far its commitlog was behind its master's at the
+	// operator's last look (commitLogMaxOffset of both, GET_BROKER_RUNTIME_INFO); unset
+	// when either could not be asked.
+	// +optional
+	LagBytes *int64 `json:"lagBytes,omitempty"`
 }
 
 // BrokerGroupStatus is one broker group (one brokerName).
@@ -251,7 +260,48 @@ type BrokerRollout struct {
 	// +kubebuilder:validation:Maximum=600
 	// +optional
 	MasterStepAsideSeconds *int32 `json:"masterStepAsideSeconds,omitempty"`
+
+	// MaxSlaveLagBytes is how far behind its master (commitlog bytes) a replaced slave may
+	// be for the roll to go on: the master steps aside only once its slaves hold nearly
+	// everything it has.
+	// +kubebuilder:default=1048576
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxSlaveLagBytes *int64 `json:"maxSlaveLagBytes,omitempty"`
 }
+
+// BrokerScaleIn tunes the removal of groups when spec.groups is lowered. A removed group
+// is first made read-only (brokerPermission=4 on its master, which re-registers with the
+// name servers at once): producers send to the other groups, consumers keep reading it.
+// The operator removes the group's objects once every consumer group has consumed the
+// messages it holds (no lag on that group, by GET_CONSUME_STATS of each subscription
+// group the master knows), or when drainTimeoutSeconds have passed; status.draining and
+// the ScaleIn condition say what it waits for. Raising groups again while a group drains
+// gives it its write permission back.
+type BrokerScaleIn struct {
+	// DrainTimeoutSeconds bounds the wait for consumers: after it the group is removed
+	// with whatever it still holds (a Warning Event says how much). Unset waits until the
+	// messages are consumed, however long that takes; 0 removes groups at once.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	DrainTimeoutSeconds *int32 `json:"drainTimeoutSeconds,omitempty"`
+}
+
+// DrainingGroup is a group beyond spec.groups that waits, read-only, for its messages to
+// be consumed before the operator removes it.
+type DrainingGroup struct {
+	BrokerName string `json:"brokerName"`
+	// Since is when the operator made the group read-only.
+	Since metav1.Time `json:"since"`
+	// Unconsumed is how many of the group's messages consumer groups had not consumed at
+	// the last look; -1 when the operator could not tell.
+	Unconsumed int64 `json:"unconsumed"`
+}
+
+// ConditionScaleIn, on a Broker whose groups were lowered, says whether groups still
+// drain (True, reason Draining, with what they wait for) or the last one is gone (False,
+// reason GroupsRemoved).
+const ConditionScaleIn = "ScaleIn"
 
 // RollPhase is where one group's roll stands.
 // +kubebuilder:validation:Enum=Slaves;MasterSteppingAside;Master
@@ -281,6 +331,11 @@ type BrokerStatus struct {
 	NameServerAddress string `json:"nameServerAddress,omitempty"`
 	// +optional
 	Groups []BrokerGroupStatus `json:"groups,omitempty"`
+	// Draining lists the groups scaled in that wait for their messages to be consumed.
+	// +listType=map
+	// +listMapKey=brokerName
+	// +optional
+	Draining []DrainingGroup `json:"draining,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -17,13 +17,6 @@ func NewSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
 	return protocol.NewSubscriptionGroupConfig(group)
 }
 
-// systemGroups are the groups a Java broker creates at start.
-var systemGroups = []string{
-	"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CID_RMQ_SYS_TRANS",
-	"SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION",
-	"CID_ONSAPI_OWNER",
-}
-
 type groupsFile struct {
 	SubscriptionGroupTable map[string]*SubscriptionGroupConfig `json:"subscriptionGroupTable"`
 	DataVersion            protocol.DataVersion                `json:"dataVersion"`
@@ -45,7 +38,7 @@ func LoadGroups(dir string) (*Groups, error) {
 		table:   map[string]*SubscriptionGroupConfig{},
 		version: protocol.NewDataVersion(),
 	}
-	for _, name := range systemGroups {
+	for _, name := range names.SystemGroups {
 		c := NewSubscriptionGroupConfig(name)
 		if name == "TOOLS_CONSUMER" || name == "FILTERSRV_CONSUMER" || name == "SELF_TEST_C_GROUP" {
 			c.ConsumeBroadcastEnable = true

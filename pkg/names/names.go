@@ -94,6 +94,13 @@ func legal(s string) bool {
 	return true
 }
 
+// SystemGroups are the consumer groups a 4.9.7 broker creates at start for its own tools.
+var SystemGroups = []string{
+	"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CID_RMQ_SYS_TRANS",
+	"SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION",
+	"CID_ONSAPI_OWNER",
+}
+
 // SystemTopics are 4.9.7's TopicValidator.SYSTEM_TOPIC_SET: topics the brokers make and
 // use themselves. A broker also treats its cluster name, its broker name and
 // <cluster>_REPLY_TOPIC as system topics; those depend on the deployment and are left to

@@ -462,6 +462,10 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		measureImageRoll(strings.Split(nsAddr, ";"), "-roll-sync")
 	})
 
+	It("scales a group in only after its messages are consumed, and out again", func() {
+		scaleInAfterConsumed(strings.Split(nsAddr, ";"))
+	})
+
 	It("refuses an invalid Broker and says why a Broker with a missing image does not start", func() {
 		bad := &v1alpha1.Broker{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: samplesNS},
 			Spec: v1alpha1.BrokerSpec{NameServerRef: &v1alpha1.LocalObjectReference{Name: "ns"}, Groups: 30}}
