@@ -7,7 +7,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,17 +29,21 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/internal/version"
+	"github.com/openrmq/rocketmq-operator/test/internal/procs"
 )
 
 // The rolling-update measurement of issue 11: an image change of the samples' Broker (2
-// groups, master and slave each) under a steady 200 msg/s official Go producer, with a
-// push consumer reading along. The operator rolls one group at a time, slaves first, and
-// takes each master's write permission away at the name servers 35 s before it restarts
-// it (controllers/broker_roll.go). It prints one line in the issue's form and asserts that
-// no acknowledged message is lost.
+// groups, master and slave each) under a steady 200 msg/s official Go producer and a
+// 50 msg/s official Java producer (java/.../SteadyProducer.java), with a push consumer
+// reading along. The operator rolls one group at a time, slaves first, and takes each
+// master's write permission away at the name servers 35 s before it restarts it
+// (controllers/broker_roll.go). It prints one line in the issue's form and asserts that
+// no acknowledged message of either producer is lost.
 
 const (
 	rollRate = 200 // messages per second
+	// javaRollRate is the Java producer's, beside the Go producer's.
+	javaRollRate = 50
 	// rollLimit bounds the whole measurement: the roll (two masters step aside for 35 s
 	// each) plus the tail after it.
 	rollLimit = 6 * time.Minute
@@ -65,6 +72,37 @@ func (g *gapTracker) max(end time.Time) time.Duration {
 		return end.Sub(g.last)
 	}
 	return g.longest
+}
+
+// javaSends is what SteadyProducer printed: the keys it had acknowledged SEND_OK and the
+// longest stall between those, and the lines of sends answered otherwise or failed.
+type javaSends struct {
+	acked         []string
+	stall         gapTracker
+	notOK, failed []string
+	done          string // the summary line, printed once it stopped
+}
+
+func parseJavaSends(out string) *javaSends {
+	js := &javaSends{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 4 && f[0] == "ACK" && f[2] == "SEND_OK":
+			ms, err := strconv.ParseInt(f[3], 10, 64)
+			Expect(err).NotTo(HaveOccurred(), "java producer: %q", l)
+			// The time of the answer, not of reading the line: the stall is the producer's own.
+			js.stall.tick(time.UnixMilli(ms))
+			js.acked = append(js.acked, f[1])
+		case len(f) == 4 && f[0] == "ACK":
+			js.notOK = append(js.notOK, l)
+		case len(f) > 0 && f[0] == "FAIL":
+			js.failed = append(js.failed, l)
+		case len(f) > 0 && f[0] == "DONE":
+			js.done = l
+		}
+	}
+	return js
 }
 
 // slaveConnected reads rocketmq_ha_master_connected from a slave pod's /metrics; a pod
@@ -167,6 +205,25 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 	stopProducer := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	defer stopProducer()
 
+	// The Java producer, through the same name servers; it stops when its stdin closes,
+	// at the latest after rollLimit.
+	stdin, stopSignal, err := os.Pipe()
+	Expect(err).NotTo(HaveOccurred())
+	jp, err := java.WithJVMArgs("-Drocketmq.namesrv.addr="+strings.Join(nsAddrs, ";")).WithStdin(stdin).StartMain(
+		filepath.Join(workDir, "java"), "steady-producer"+tagSuffix, "org.openrmq.e2ek8s.SteadyProducer",
+		rtopic, "roll-java-"+runID, fmt.Sprint(javaRollRate), fmt.Sprint(int(rollLimit/time.Second)))
+	_ = stdin.Close() // the JVM holds its own copy
+	Expect(err).NotTo(HaveOccurred())
+	stopJava := sync.OnceFunc(func() {
+		_ = stopSignal.Close()
+		select {
+		case <-jp.Done():
+		case <-time.After(15 * time.Second): // a send in flight ends within its 3 s timeout
+			jp.Stop(procs.DefaultStopGrace)
+		}
+	})
+	defer stopJava()
+
 	// The slaves' HA connections, sampled every 250 ms.
 	var disconnected = map[string]time.Duration{}
 	var discMu sync.Mutex
@@ -202,6 +259,9 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 
 	// Steady state first, then the image change: the same image under another tag.
 	Eventually(func() int { return got.count(nil) }).WithTimeout(time.Minute).Should(BeNumerically(">=", rollRate))
+	jctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	Expect(jp.WaitForLog(jctx, " SEND_OK ")).To(Succeed())
 	newImage := version.DefaultImage + tagSuffix
 	// containerd holds the image under its normalised name.
 	out, err := exec.Command("ctr", "--address", containerd, "-n", "k8s.io", "images", "tag", "--force",
@@ -234,9 +294,12 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 	Eventually(ackedNow).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", tail))
 	end := time.Now()
 	stopProducer()
+	stopJava()
 	stopPoll()
+	js := parseJavaSends(jp.Log())
+	Expect(js.done).NotTo(BeEmpty(), "the java producer did not finish; log %s:\n%s", jp.LogPath, jp.Tail(40))
 	ackedMu.Lock()
-	keys := append([]string(nil), acked...)
+	keys := append(append([]string(nil), acked...), js.acked...)
 	ackedMu.Unlock()
 	Eventually(func() int { return got.count(keys) }).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Equal(len(keys)))
 	lost := len(keys) - got.count(keys)
@@ -247,11 +310,20 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 	}
 	discMu.Unlock()
 	report("image change %s -> %s rolled in %s", version.DefaultImage, newImage, rolled.Round(100*time.Millisecond))
+	report("java producer at %d msg/s: acked=%d not_send_ok=%d failed=%d longest_send_stall_ms=%d",
+		javaRollRate, len(js.acked), len(js.notOK), len(js.failed), js.stall.max(end).Milliseconds())
+	// A stall of either producer is a stall, so each is measured on its own.
+	stall := max(sent.max(end), js.stall.max(end))
 	fmt.Printf("rolling-update: mode=%s acked=%d lost=%d longest_send_stall_ms=%d longest_consume_gap_ms=%d max_slave_disconnect_ms=%d\n",
-		mode, len(keys), lost, sent.max(end).Milliseconds(), consumed.max(end).Milliseconds(), maxDisc.Milliseconds())
+		mode, len(keys), lost, stall.Milliseconds(), consumed.max(end).Milliseconds(), maxDisc.Milliseconds())
 	Expect(lost).To(BeZero())
 	// The Go client's statuses 1-3: FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
 	Expect(notOK).To(BeEmpty(), "sends answered other than SEND_OK, by status")
+	Expect(js.notOK).To(BeEmpty(), "java sends answered other than SEND_OK")
+	if mode == string(v1alpha1.SyncMaster) {
+		// The Java client retries a failed send itself; one it gave up on is not SEND_OK either.
+		Expect(js.failed).To(BeEmpty(), "java sends that failed under SYNC_MASTER")
+	}
 }
 
 // rollState is one line on where the samples' roll stands: the Broker's Progressing

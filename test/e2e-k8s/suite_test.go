@@ -122,11 +122,12 @@ var _ = BeforeSuite(func() {
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
-	// The Java client program, compiled against the compat cache's 4.9.7 jars.
+	// The Java client programs, compiled against the compat cache's 4.9.7 jars.
 	classes := filepath.Join(workDir, "classes")
 	Expect(os.MkdirAll(classes, 0o755)).To(Succeed())
+	src := filepath.Join(repo, "test", "e2e-k8s", "java", "org", "openrmq", "e2ek8s")
 	javac := exec.Command("javac", "-nowarn", "-encoding", "UTF-8", "-d", classes, "-cp", filepath.Join(jarDir, "*"),
-		filepath.Join(repo, "test", "e2e-k8s", "java", "org", "openrmq", "e2ek8s", "ProduceConsume.java"))
+		filepath.Join(src, "ProduceConsume.java"), filepath.Join(src, "SteadyProducer.java"))
 	out, err := javac.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "javac: %s", out)
 	java = procs.Java{Bin: "java", Classpath: filepath.Join(jarDir, "*"), Classes: classes, HeapMB: 256}

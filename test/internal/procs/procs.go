@@ -32,6 +32,9 @@ type Spec struct {
 	Env     []string // extra environment (KEY=VALUE), appended to os.Environ()
 	Dir     string   // working directory ("" = current)
 	LogPath string   // file that receives stdout and stderr (required)
+	// Stdin is the process's stdin (nil: /dev/null), e.g. the read end of a pipe whose
+	// closing tells it to stop; the caller closes its own copy after Start.
+	Stdin *os.File
 }
 
 // Proc is a started process.
@@ -63,6 +66,9 @@ func Start(s Spec) (*Proc, error) {
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
+	if s.Stdin != nil { // a nil *os.File in the io.Reader would not be /dev/null
+		cmd.Stdin = s.Stdin
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -37,6 +37,8 @@ type Java struct {
 	// ExtraJVMArgs go after the standard options, e.g. -Drocketmq.serialize.type=ROCKETMQ
 	// to make a broker or client send binary remoting headers.
 	ExtraJVMArgs []string
+	// Stdin is the stdin of the programs StartMain starts (nil: /dev/null).
+	Stdin *os.File
 }
 
 // JavaFromEnv reads the COMPAT_JAVA* variables. The classpath is required.
@@ -116,6 +118,12 @@ func (j Java) WithJVMArgs(args ...string) Java {
 	return j
 }
 
+// WithStdin returns a copy of j whose programs read stdin from f.
+func (j Java) WithStdin(f *os.File) Java {
+	j.Stdin = f
+	return j
+}
+
 // StartMain starts a Java main class from the RocketMQ classpath (plus j.Classes) with
 // its files under dir and its output in dir/<name>.log. Use it for Java client programs.
 func (j Java) StartMain(dir, name, mainClass string, args ...string) (*Proc, error) {
@@ -132,6 +140,7 @@ func (j Java) StartMain(dir, name, mainClass string, args ...string) (*Proc, err
 		Env:     []string{"ROCKETMQ_HOME=" + home},
 		Dir:     dir,
 		LogPath: filepath.Join(dir, name+".log"),
+		Stdin:   j.Stdin,
 	})
 }
 
