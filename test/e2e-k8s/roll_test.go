@@ -49,20 +49,45 @@ const (
 	rollLimit = 6 * time.Minute
 )
 
-// gapTracker keeps the longest interval between consecutive events.
+// gapTracker keeps the longest interval between consecutive events, and when it began.
 type gapTracker struct {
 	mu      sync.Mutex
 	last    time.Time
 	longest time.Duration
+	from    time.Time
 }
 
 func (g *gapTracker) tick(t time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.last.IsZero() && t.Sub(g.last) > g.longest {
-		g.longest = t.Sub(g.last)
+		g.longest, g.from = t.Sub(g.last), g.last
 	}
 	g.last = t
+}
+
+// brokerLogsAround prints what the samples' broker pods logged from 2 s before from to
+// 2 s after to, at most 40 lines a pod: the broker's side of a stall the clients saw.
+func brokerLogsAround(from, to time.Time) {
+	for _, pod := range []string{"rmq-broker-a-0", "rmq-broker-a-1", "rmq-broker-b-0", "rmq-broker-b-1"} {
+		out, err := kubectl("logs", "-n", samplesNS, pod, "--timestamps", "--since-time="+from.Add(-2*time.Second).UTC().Format(time.RFC3339))
+		if err != nil {
+			report("logs of %s: %v", pod, err)
+			continue
+		}
+		var lines []string
+		for l := range strings.Lines(out) {
+			if ts, _, ok := strings.Cut(l, " "); ok {
+				if t, err := time.Parse(time.RFC3339Nano, ts); err == nil && t.After(to.Add(2*time.Second)) {
+					break
+				}
+			}
+			if lines = append(lines, strings.TrimRight(l, "\n")); len(lines) == 40 {
+				break
+			}
+		}
+		report("%s logged %d line(s) around the stall:\n%s", pod, len(lines), strings.Join(lines, "\n"))
+	}
 }
 
 func (g *gapTracker) max(end time.Time) time.Duration {
@@ -314,6 +339,10 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 		javaRollRate, len(js.acked), len(js.notOK), len(js.failed), js.stall.max(end).Milliseconds())
 	// A stall of either producer is a stall, so each is measured on its own.
 	stall := max(sent.max(end), js.stall.max(end))
+	if sent.longest > 2*time.Second {
+		report("go producer's longest stall: %s from %s", sent.longest.Round(time.Millisecond), sent.from.UTC().Format(time.RFC3339Nano))
+		brokerLogsAround(sent.from, sent.from.Add(sent.longest))
+	}
 	fmt.Printf("rolling-update: mode=%s acked=%d lost=%d longest_send_stall_ms=%d longest_consume_gap_ms=%d max_slave_disconnect_ms=%d\n",
 		mode, len(keys), lost, stall.Milliseconds(), consumed.max(end).Milliseconds(), maxDisc.Milliseconds())
 	Expect(lost).To(BeZero())
