@@ -95,11 +95,10 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		stats:     newStats(),
 	}
 	b.links.init()
-	ip, err := netip.ParseAddr(cfg.BrokerIP1)
-	if err != nil {
-		return nil, fmt.Errorf("brokerIP1=%q: %w", cfg.BrokerIP1, err)
+	var err error
+	if b.storeHost, err = cfg.StoreHost(); err != nil {
+		return nil, err
 	}
-	b.storeHost = netip.AddrPortFrom(ip, uint16(cfg.ListenPort))
 	if err := b.initACL(cfg); err != nil {
 		return nil, err
 	}
@@ -138,7 +137,6 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	}
 
 	sc := cfg.StoreConfig()
-	sc.StoreHost = b.storeHost
 	sc.Logger = log.With("component", "store")
 	sc.InAppend = opts.InAppend
 	if b.metrics != nil {
@@ -321,7 +319,8 @@ func (b *Broker) persistOffsets() {
 	}
 }
 
-// Addr is the address clients reach the broker on (brokerIP1:listenPort).
+// Addr is the address the broker announces to clients: brokerIP1 and advertisedListenPort
+// (listenPort when 0).
 func (b *Broker) Addr() string { return b.cfg.Get().BrokerAddr() }
 
 // ListenAddrs returns the bound listener addresses.

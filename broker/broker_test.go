@@ -74,7 +74,9 @@ func startBrokerWith(t *testing.T, dir string, mutate func(*config.Config), opts
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tb := &testBroker{Broker: b, t: t, addr: c.BrokerAddr(), cl: remoting.NewClient(remoting.ClientConfig{})}
+	// The address it listens on, which is also the one it announces unless the test sets advertisedListenPort.
+	listen := net.JoinHostPort(c.BrokerIP1, strconv.Itoa(c.ListenPort))
+	tb := &testBroker{Broker: b, t: t, addr: listen, cl: remoting.NewClient(remoting.ClientConfig{})}
 	t.Cleanup(tb.stop)
 	return tb
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/namesrv"
+	"github.com/openrmq/rocketmq-operator/pkg/admin"
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 )
 
@@ -108,5 +110,45 @@ func TestReadyNeedsARegistration(t *testing.T) {
 	})
 	if err := slave.Ready(); err != errNoMaster {
 		t.Errorf("slave without its master: Ready = %v, want %v", err, errNoMaster)
+	}
+}
+
+// TestAdvertisedListenPortIsAnnounced: a broker reached through a port that forwards to
+// its listenPort (a Kubernetes node port) registers brokerIP1:advertisedListenPort with the
+// name servers, and its message ids name that address, while it serves on listenPort.
+func TestAdvertisedListenPortIsAnnounced(t *testing.T) {
+	port := freePort(t)
+	nsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ns := startNameServer(t, port)
+	defer ns.Shutdown(context.Background())
+	announced := freePort(t) // nothing listens there: only the announcement names it
+	tb := startBroker(t, "", func(c *config.Config) {
+		c.NamesrvAddr = nsAddr
+		c.AdvertisedListenPort = announced
+	})
+	waitKnown(t, nsAddr, "broker-test", 5*time.Second)
+
+	want := net.JoinHostPort("127.0.0.1", strconv.Itoa(announced))
+	cl := remoting.NewClient(remoting.ClientConfig{})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := admin.New(cl).ClusterInfo(ctx, nsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bd := info.BrokerAddrTable["broker-test"]; bd == nil || bd.BrokerAddrs[0] != want {
+		t.Fatalf("registered %+v, want brokerAddrs[0] = %s", bd, want)
+	}
+	if tb.Addr() != want {
+		t.Errorf("Addr() = %s, want %s", tb.Addr(), want)
+	}
+
+	// Served on listenPort (tb.invoke dials it), the message id names the announced address.
+	tb.createTopic("Announced", 1)
+	resp := tb.sendV2("Announced", 0, "T", "body")
+	host, _, err := message.ParseOffsetMsgID(resp.Field("msgId"))
+	if resp.Code != remoting.Success || err != nil || host.String() != want {
+		t.Errorf("send: code %d, msgId %s names %v (%v), want %s", resp.Code, resp.Field("msgId"), host, err, want)
 	}
 }

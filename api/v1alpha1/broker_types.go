@@ -18,6 +18,7 @@ type FlushDiskType string
 // +kubebuilder:validation:XValidation:rule="has(self.nameServerRef) != has(self.nameServerAddresses)",message="set exactly one of nameServerRef or nameServerAddresses"
 // +kubebuilder:validation:XValidation:rule="self.brokerRole != 'SYNC_MASTER' || self.replicasPerGroup >= 2",message="brokerRole SYNC_MASTER needs replicasPerGroup >= 2 (a master waits for a slave on every write)"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.config) || self.config.all(k, !k.startsWith('tls.') && k != 'useTLS')",message="with spec.tls, config must not set tls.* keys or useTLS: spec.tls sets them"
+// +kubebuilder:validation:XValidation:rule="!has(self.expose) || self.expose.type != 'NodePort' || !has(self.expose.nodePort) || self.expose.nodePort.firstPort + 15 * (self.groups - 1) + 3 * self.replicasPerGroup - 1 <= 32767",message="expose.nodePort.firstPort leaves too few node ports: the last pod of the last group takes up to firstPort + 15*(groups-1) + 3*replicasPerGroup - 1, at most 32767"
 type BrokerSpec struct {
 	ContainerSpec `json:",inline"`
 
@@ -74,7 +75,7 @@ type BrokerSpec struct {
 	// slaveReadEnable defaults to true here (RocketMQ's default is false) so that
 	// consumers keep reading from the slaves while a master is down.
 	// +kubebuilder:validation:MaxProperties=128
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['brokerClusterName', 'brokerName', 'brokerId', 'brokerRole', 'namesrvAddr', 'listenPort', 'storePathRootDir', 'storePathCommitLog', 'flushDiskType', 'brokerIP1', 'brokerIP2', 'haListenPort', 'haMasterAddress']))",message="config must not set keys the operator owns: brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, listenPort, storePathRootDir, storePathCommitLog, flushDiskType, brokerIP1, brokerIP2, haListenPort, haMasterAddress"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['brokerClusterName', 'brokerName', 'brokerId', 'brokerRole', 'namesrvAddr', 'listenPort', 'storePathRootDir', 'storePathCommitLog', 'flushDiskType', 'brokerIP1', 'brokerIP2', 'advertisedListenPort', 'haListenPort', 'haMasterAddress']))",message="config must not set keys the operator owns: brokerClusterName, brokerName, brokerId, brokerRole, namesrvAddr, listenPort, storePathRootDir, storePathCommitLog, flushDiskType, brokerIP1, brokerIP2, advertisedListenPort, haListenPort, haMasterAddress"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z][a-zA-Z0-9.]*$'))",message="config keys must be broker.conf field names (letters, digits, dots)"
 	// +kubebuilder:validation:XValidation:rule="!('aclEnable' in self) && !('aclPlainFile' in self)",message="config must not set aclEnable or aclPlainFile: turn ACL on with spec.acl, which mounts the ACL file and sets both"
 	// +optional
@@ -102,10 +103,25 @@ type BrokerSpec struct {
 	// this Broker: listenPort and the fast channel (listenPort-2) admit
 	// networkPolicy.clientPeers (default: this namespace), the operator's namespace and this
 	// Broker's own pods (slaves copy metadata from their master there); the HA port
-	// (listenPort+1) admits this Broker's own pods only. Brokers reachable from outside the
-	// cluster should run with spec.acl.
+	// (listenPort+1) admits this Broker's own pods only. With expose NodePort listenPort and
+	// the fast channel admit every address as well (ipBlocks 0.0.0.0/0 and ::/0): through a
+	// node port, connections come from outside the cluster or from a node. Brokers
+	// reachable from outside the cluster should run with spec.acl.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// Expose says how clients reach the brokers. ClusterIP (the default): each pod
+	// announces its own Service's ClusterIP, reachable inside the cluster only. NodePort:
+	// each pod's Service opens node ports too, and the pod announces nodePort.advertisedHost
+	// (or its node's IP) with its remoting node port, to every client, those inside the
+	// cluster included; replication stays on the ClusterIP. Group g (0 for broker-a) owns
+	// the 15 node ports from firstPort+15*g, room for 5 pods so that scaling moves no
+	// port, and its pod brokerId n the three from firstPort+15*g+3*n: the fast channel,
+	// HA, then the remoting port (a client with vipChannelEnabled dials the announced port
+	// minus 2). Changing expose rolls the pods. Brokers reachable from outside the cluster
+	// should run with spec.acl.
+	// +optional
+	Expose *BrokerExpose `json:"expose,omitempty"`
 
 	// +kubebuilder:default={}
 	// +optional

@@ -8,6 +8,7 @@ import (
 // NameServerSpec is the desired state of a name server ensemble. Name servers share no
 // state, so every replica is equal and brokers register with all of them.
 // +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="persistence cannot be added or removed after creation (StatefulSet volume claims are immutable)"
+// +kubebuilder:validation:XValidation:rule="!has(self.expose) || self.expose.type != 'NodePort' || !has(self.expose.nodePort) || self.expose.nodePort.firstPort <= 32766",message="expose.nodePort.firstPort must be at most 32766: the address server takes firstPort+1"
 type NameServerSpec struct {
 	ContainerSpec `json:",inline"`
 
@@ -31,8 +32,10 @@ type NameServerSpec struct {
 	// name-server port (ports.listenPort) only from networkPolicy.clientPeers (default: this
 	// namespace), from the pods of the Brokers whose nameServerRef names this NameServer
 	// (they register), and from the operator's namespace. Brokers elsewhere that list it in
-	// nameServerAddresses need a client peer. The name server has no ACL: whoever reaches
-	// it can register brokers and change routes, so keep it inside the cluster.
+	// nameServerAddresses need a client peer. With expose NodePort the name-server port
+	// admits every address as well (ipBlocks 0.0.0.0/0 and ::/0). The name server has no
+	// ACL: whoever reaches it can register brokers and change routes, so keep it inside
+	// the cluster, or exposed, behind a firewall.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
@@ -40,6 +43,17 @@ type NameServerSpec struct {
 	// to name servers, so there is no TLS condition here).
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Expose says how clients reach the name servers. ClusterIP (the default): through
+	// status.address and the NameServer's Service, inside the cluster. NodePort: the
+	// Service also opens node port firstPort for the name-server port, so that clients
+	// outside use <node IP>:firstPort as namesrvAddr (the Broker they are routed to needs
+	// expose NodePort too), and firstPort+1 for the address server on 8080 (a Service of
+	// type NodePort opens every port it carries; pinned, it stays out of the random
+	// allocation that could take a Broker's ports). The name server has no ACL: keep the
+	// node port behind a firewall that admits only your clients.
+	// +optional
+	Expose *NameServerExpose `json:"expose,omitempty"`
 }
 
 // NameServerPorts are the ports a name server listens on.

@@ -47,6 +47,12 @@ type Config struct {
 	BrokerIP1         string // brokerIP1: the address announced to clients
 	BrokerIP2         string // brokerIP2: the address announced for HA
 	ListenPort        int    // listenPort; the fast (VIP) channel listens on listenPort-2
+	// AdvertisedListenPort (advertisedListenPort, not a Java key) is the port of the
+	// address the broker announces (BrokerAddr): to name servers, in message ids, as a
+	// slave's own address. 0 announces listenPort. It is for a broker reached through a
+	// port that forwards to listenPort, such as a Kubernetes node port; clients with
+	// vipChannelEnabled dial it minus 2, which must then forward to listenPort-2.
+	AdvertisedListenPort int
 	// HaListenPort is haListenPort. It is accepted and shown but, as in 4.9.7 (whose
 	// BrokerStartup overwrites it), the HA server listens on, and the broker announces
 	// as haServerAddr, listenPort+1 (HAPort).
@@ -295,6 +301,7 @@ func (c *Config) keys() []key {
 		{"brokerIP1", &c.BrokerIP1, false},
 		{"brokerIP2", &c.BrokerIP2, false},
 		{"listenPort", &c.ListenPort, false},
+		{"advertisedListenPort", &c.AdvertisedListenPort, false},
 		{"haListenPort", &c.HaListenPort, false},
 		{"namesrvAddr", &c.NamesrvAddr, true},
 		{"brokerRole", &c.BrokerRole, false},
@@ -546,6 +553,8 @@ func (c *Config) Validate() error {
 		return bad("brokerId", c.BrokerID, "must be >= 0")
 	case c.ListenPort < 3 || c.ListenPort > 65535:
 		return bad("listenPort", c.ListenPort, "must be in 3..65535 (the fast channel uses listenPort-2)")
+	case c.AdvertisedListenPort != 0 && (c.AdvertisedListenPort < 3 || c.AdvertisedListenPort > 65535):
+		return bad("advertisedListenPort", c.AdvertisedListenPort, "must be 0 (listenPort) or in 3..65535 (clients dial it minus 2 for the fast channel)")
 	case c.HaListenPort < 0 || c.HaListenPort > 65535:
 		return bad("haListenPort", c.HaListenPort, "must be in 0..65535")
 	case c.BrokerRole != AsyncMaster && c.BrokerRole != SyncMaster && c.BrokerRole != Slave:
@@ -706,9 +715,29 @@ func (c Config) MetricsAddr() string {
 // forces it whatever haListenPort says.
 func (c Config) HAPort() int { return c.ListenPort + 1 }
 
-// BrokerAddr is the address announced to name servers and clients.
+// AnnouncedPort is the port the broker announces: advertisedListenPort, or listenPort
+// when it is 0. The broker listens on listenPort whatever it announces.
+func (c Config) AnnouncedPort() int {
+	if c.AdvertisedListenPort != 0 {
+		return c.AdvertisedListenPort
+	}
+	return c.ListenPort
+}
+
+// BrokerAddr is the address announced to name servers and clients: brokerIP1 and the
+// announced port.
 func (c Config) BrokerAddr() string {
-	return net.JoinHostPort(c.BrokerIP1, strconv.Itoa(c.ListenPort))
+	return net.JoinHostPort(c.BrokerIP1, strconv.Itoa(c.AnnouncedPort()))
+}
+
+// StoreHost is BrokerAddr as the store writes it into every record: the address in
+// message ids (offsetMsgId), where clients look a message up by its id.
+func (c Config) StoreHost() (netip.AddrPort, error) {
+	ip, err := netip.ParseAddr(c.BrokerIP1)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("brokerIP1=%q: %w", c.BrokerIP1, err)
+	}
+	return netip.AddrPortFrom(ip, uint16(c.AnnouncedPort())), nil
 }
 
 // Properties returns every key with its current value, sorted, as GET_BROKER_CONFIG shows.
@@ -760,8 +789,8 @@ func (c *Config) StoreConfig() store.Config {
 	sc.MaxTransferCountOnMessageInMemory = c.MaxTransferCountOnMessageInMemory
 	sc.MaxTransferBytesOnMessageInDisk = c.MaxTransferBytesOnMessageInDisk
 	sc.MaxTransferCountOnMessageInDisk = c.MaxTransferCountOnMessageInDisk
-	if ip, err := netip.ParseAddr(c.BrokerIP1); err == nil {
-		sc.StoreHost = netip.AddrPortFrom(ip, uint16(c.ListenPort))
+	if h, err := c.StoreHost(); err == nil {
+		sc.StoreHost = h
 	}
 	return sc
 }

@@ -51,11 +51,35 @@ func TestLoadRefusesNamingKey(t *testing.T) {
 		"messageDelayLevel=1x":     "messageDelayLevel",
 		"brokerId=1":               "brokerId",
 		"diskMaxUsedSpaceRatio=99": "diskMaxUsedSpaceRatio",
+		"advertisedListenPort=2":   "advertisedListenPort",
+		"advertisedListenPort=-1":  "advertisedListenPort",
 	} {
 		_, _, err := Load(strings.NewReader(conf))
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: err %v does not name %s", conf, err, key)
 		}
+	}
+}
+
+// TestAdvertisedListenPort: the broker announces advertisedListenPort (in BrokerAddr and
+// the store host of message ids) and listenPort without it.
+func TestAdvertisedListenPort(t *testing.T) {
+	c, _, err := Load(strings.NewReader("brokerIP1=192.0.2.7\nlistenPort=10911\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BrokerAddr() != "192.0.2.7:10911" || c.StoreConfig().StoreHost.String() != "192.0.2.7:10911" {
+		t.Errorf("without advertisedListenPort: %s, store host %s", c.BrokerAddr(), c.StoreConfig().StoreHost)
+	}
+	c, _, err = Load(strings.NewReader("brokerIP1=192.0.2.7\nlistenPort=10911\nadvertisedListenPort=30913\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BrokerAddr() != "192.0.2.7:30913" || c.StoreConfig().StoreHost.String() != "192.0.2.7:30913" || c.ListenPort != 10911 {
+		t.Errorf("advertisedListenPort=30913: %s, store host %s, listenPort %d", c.BrokerAddr(), c.StoreConfig().StoreHost, c.ListenPort)
+	}
+	if _, err := NewLive(c).Update(map[string]string{"advertisedListenPort": "30914"}); err == nil {
+		t.Error("advertisedListenPort changed live")
 	}
 }
 

@@ -1,9 +1,12 @@
 // Command broker runs a RocketMQ 4.x compatible broker, like mqbroker:
 //
-//	broker -c broker.conf [-n 127.0.0.1:9876]
+//	broker -c broker.conf [-n 127.0.0.1:9876] [-brokerIP1 192.0.2.7]
 //
 // broker.conf holds the Java BrokerConfig/MessageStoreConfig/NettyServerConfig keys.
-// -n overrides namesrvAddr. "broker -p" prints the effective configuration and exits.
+// -n overrides namesrvAddr and -brokerIP1 brokerIP1, for values known only when the
+// process starts (under Kubernetes, $(VAR) in the command: the name servers from a
+// ConfigMap, the node's IP from the downward API). "broker -p" prints the effective
+// configuration and exits.
 // "broker -verify-store <storePathRootDir> [-c broker.conf]" checks a stopped store's
 // files without changing them, prints what is damaged, and exits 0 when it is clean, 1
 // when something is damaged, 2 when it could not check (see verify.go).
@@ -46,6 +49,7 @@ func main() {
 func run() int {
 	configFile := flag.String("c", "", "broker config properties file (broker.conf)")
 	namesrv := flag.String("n", "", "name server addresses, 'host:port;host:port', overriding namesrvAddr")
+	brokerIP1 := flag.String("brokerIP1", "", "the IP address announced to clients, overriding brokerIP1")
 	printCfg := flag.Bool("p", false, "print the effective configuration and exit")
 	verbose := flag.Bool("v", false, "log at debug level")
 	verifyDir := flag.String("verify-store", "", "check the stopped store rooted at this folder, print what is damaged and exit (0 clean, 1 damaged, 2 not checked)")
@@ -70,15 +74,20 @@ func run() int {
 		}
 		cfg = c
 	}
-	if *namesrv != "" {
-		if _, err := cfg.Set("namesrvAddr", *namesrv); err != nil {
-			fmt.Fprintln(os.Stderr, "broker: -n:", err)
+	for _, o := range []struct{ flag, key, value string }{
+		{"-n", "namesrvAddr", *namesrv}, {"-brokerIP1", "brokerIP1", *brokerIP1},
+	} {
+		if o.value == "" {
+			continue
+		}
+		if _, err := cfg.Set(o.key, o.value); err != nil {
+			fmt.Fprintf(os.Stderr, "broker: %s: %v\n", o.flag, err)
 			return 1
 		}
-		if err := cfg.Validate(); err != nil {
-			fmt.Fprintln(os.Stderr, "broker: -n:", err)
-			return 1
-		}
+	}
+	if err := cfg.Validate(); err != nil { // the overrides; the error names the key
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		return 1
 	}
 	// tls.config.file (default /etc/rocketmq/tls.properties), when it exists, over
 	// broker.conf's tls.* keys, as Java's TlsHelper reads it.

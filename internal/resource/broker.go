@@ -54,7 +54,9 @@ func BrokerACLFile(br *v1alpha1.Broker) string {
 // brokerIP2, so clients, the name servers' routes and its slaves all hold that address),
 // not its pod IP. The ClusterIP lives as long as the Service, so a restarted or
 // rescheduled pod is at once where every client and slave already looks; the price is a
-// kube-proxy hop on each connection.
+// kube-proxy hop on each connection. With spec.expose NodePort the Service is a NodePort
+// one too, on ports fixed by the spec (brokerNodePorts), and the pod announces its node
+// port to clients (BrokerAddressConf) while HA stays on the ClusterIP.
 type BrokerBuilder struct {
 	Instance *v1alpha1.Broker
 	Scheme   *runtime.Scheme
@@ -127,10 +129,47 @@ func BrokerMasterHAAddress(br *v1alpha1.Broker, i int32) string {
 	return fmt.Sprintf("%s.%s.svc:%d", BrokerPodName(br, i, 0), br.Namespace, br.Spec.ListenPort+1)
 }
 
-// BrokerAddressConf is the broker.conf lines that make a pod announce ip (its Service's
-// ClusterIP) to clients, name servers and slaves.
-func BrokerAddressConf(ip string) string {
-	return fmt.Sprintf("brokerIP1=%s\nbrokerIP2=%s\n", ip, ip)
+// BrokerAddressConf is the broker.conf lines that make pod id of group i announce
+// clusterIP, its Service's, to clients and name servers (brokerIP1) and for HA
+// (brokerIP2). With expose NodePort the pod announces its remoting node port
+// (advertisedListenPort) at BROKER_IP1 (brokerIP1Env), passed as -brokerIP1 because the
+// node's IP is known only once the pod runs; HA stays on clusterIP.
+func BrokerAddressConf(br *v1alpha1.Broker, i, id int32, clusterIP string) string {
+	if _, _, remoting, ok := brokerNodePorts(br, i, id); ok {
+		return fmt.Sprintf("brokerIP2=%s\nadvertisedListenPort=%d\n", clusterIP, remoting)
+	}
+	return fmt.Sprintf("brokerIP1=%s\nbrokerIP2=%s\n", clusterIP, clusterIP)
+}
+
+// brokerNodePortsPerGroup: a group owns three node ports for each of the 5 pods it may
+// have (spec.replicasPerGroup <= 5), so that scaling one group moves no port of another.
+const brokerNodePortsPerGroup = 3 * 5
+
+// brokerNodePorts are the node ports of pod id of group i with expose NodePort, as
+// spec.expose lays them out: fast channel, HA, remoting, so that the remoting node port
+// minus 2 is the fast channel's, as clients with vipChannelEnabled dial it. ok is false
+// without NodePort.
+func brokerNodePorts(br *v1alpha1.Broker, i, id int32) (fast, ha, remoting int32, ok bool) {
+	np := br.Spec.Expose.NodePorts()
+	if np == nil {
+		return 0, 0, 0, false
+	}
+	fast = np.FirstPort + brokerNodePortsPerGroup*i + 3*id
+	return fast, fast + 1, fast + 2, true
+}
+
+// brokerIP1Env is BROKER_IP1, the address the pods announce with expose NodePort:
+// nodePort.advertisedHost, or the IP of the node the pod runs on. ok is false without
+// NodePort.
+func brokerIP1Env(br *v1alpha1.Broker) (env corev1.EnvVar, ok bool) {
+	np := br.Spec.Expose.NodePorts()
+	switch {
+	case np == nil:
+		return corev1.EnvVar{}, false
+	case np.AdvertisedHost != "":
+		return corev1.EnvVar{Name: "BROKER_IP1", Value: np.AdvertisedHost}, true
+	}
+	return fieldEnv("BROKER_IP1", "status.hostIP"), true
 }
 
 // BrokerConf renders the keys group i's pods share: operator defaults, then
@@ -166,6 +205,7 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 	// The API refuses them in spec.config; an object stored before that rule loses them.
 	delete(kv, "aclEnable")
 	delete(kv, "aclPlainFile")
+	delete(kv, "advertisedListenPort")
 	if br.Spec.ACL != nil {
 		kv["aclEnable"] = "true"
 		kv["aclPlainFile"] = BrokerACLFile(br)
@@ -198,10 +238,15 @@ func BrokerPodConf(br *v1alpha1.Broker, i, id int32) string {
 	return BrokerConf(br, i) + fmt.Sprintf("brokerId=%d\nbrokerRole=%s\n", id, role)
 }
 
-// BrokerConfigHash changes with the group's config and the master role, but not with
+// BrokerConfigHash changes with the group's config, the master role and, with expose
+// NodePort, the group's node ports (its pods announce them), but not with
 // replicasPerGroup: adding a slave adds a file without rolling the others.
 func BrokerConfigHash(br *v1alpha1.Broker, i int32) string {
-	return Hash(BrokerConf(br, i) + "masterRole=" + string(br.Spec.BrokerRole))
+	s := BrokerConf(br, i) + "masterRole=" + string(br.Spec.BrokerRole)
+	if first, _, _, ok := brokerNodePorts(br, i, 0); ok {
+		s += fmt.Sprintf("\nnodePorts=%d", first)
+	}
+	return Hash(s)
 }
 
 type brokerGroup struct {

@@ -1,7 +1,6 @@
 package resource
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,15 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Each broker pod gets its own ClusterIP Service; once the API server has given it an IP
-// (Applied), the pod's broker.conf announces that IP and the group's pod template names
-// it, so a Service that comes back with another IP rolls the group.
-func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
-	br := broker()
-	b := &BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}
-	builders := b.Builders()
+// buildApplied runs b's builders as applyAll does, the API server giving each pod Service
+// the ClusterIP 10.96.1.<brokerId> before Applied sees it; keyed as build's.
+func buildApplied(t *testing.T, b *BrokerBuilder) map[string]client.Object {
+	t.Helper()
 	objs := map[string]client.Object{}
-	for _, bl := range builders {
+	for _, bl := range b.Builders() {
 		obj, err := bl.Build()
 		if err != nil {
 			t.Fatal(err)
@@ -28,14 +24,23 @@ func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		if svc, ok := obj.(*corev1.Service); ok && svc.Spec.ClusterIP != corev1.ClusterIPNone {
-			svc.Spec.ClusterIP = "10.96.1." + svc.Labels[BrokerIDLabel] // as the API server would
+			svc.Spec.ClusterIP = "10.96.1." + svc.Labels[BrokerIDLabel]
 		}
 		if h, ok := bl.(AppliedHook); ok {
 			h.Applied(obj)
 		}
-		objs[fmt.Sprintf("%T/%s", obj, obj.GetName())] = obj
+		objs[kindOf(obj)+"/"+obj.GetName()] = obj
 	}
-	svc, ok := objs["*v1.Service/rmq-broker-b-2"].(*corev1.Service)
+	return objs
+}
+
+// Each broker pod gets its own ClusterIP Service; once the API server has given it an IP
+// (Applied), the pod's broker.conf announces that IP and the group's pod template names
+// it, so a Service that comes back with another IP rolls the group.
+func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
+	br := broker()
+	objs := buildApplied(t, &BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"})
+	svc, ok := objs["Service/rmq-broker-b-2"].(*corev1.Service)
 	if !ok {
 		t.Fatalf("no Service rmq-broker-b-2")
 	}
@@ -54,7 +59,7 @@ func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
 	if strings.Join(names, ",") != "remoting,fast,ha" {
 		t.Errorf("pod Service ports %v: remoting, fast and HA, not metrics (the headless Service's)", names)
 	}
-	cm := objs["*v1.ConfigMap/rmq-broker-b-config"].(*corev1.ConfigMap)
+	cm := objs["ConfigMap/rmq-broker-b-config"].(*corev1.ConfigMap)
 	for id, ip := range []string{"10.96.1.0", "10.96.1.1", "10.96.1.2"} {
 		conf := cm.Data["rmq-broker-b-"+string(rune('0'+id))+".conf"]
 		if !strings.Contains(conf, "brokerIP1="+ip+"\n") || !strings.Contains(conf, "brokerIP2="+ip+"\n") {
@@ -64,7 +69,7 @@ func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
 			t.Errorf("pod %d: the master's HA address is not its Service:\n%s", id, conf)
 		}
 	}
-	sts := objs["*v1.StatefulSet/rmq-broker-b"].(*appsv1.StatefulSet)
+	sts := objs["StatefulSet/rmq-broker-b"].(*appsv1.StatefulSet)
 	want := "rmq-broker-b-0=10.96.1.0,rmq-broker-b-1=10.96.1.1,rmq-broker-b-2=10.96.1.2"
 	if got := sts.Spec.Template.Annotations[BrokerAddressesAnnotation]; got != want {
 		t.Errorf("pod template addresses %q, want %q", got, want)

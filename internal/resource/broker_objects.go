@@ -42,7 +42,7 @@ func (b *brokerConfigMap) Update(obj client.Object) error {
 		pod := BrokerPodName(b.Instance, b.index, id)
 		conf := BrokerPodConf(b.Instance, b.index, id)
 		if ip := b.PodAddresses[pod]; ip != "" {
-			conf += BrokerAddressConf(ip)
+			conf += BrokerAddressConf(b.Instance, b.index, id, ip)
 		}
 		cm.Data[pod+".conf"] = conf
 	}
@@ -53,7 +53,9 @@ func (b *brokerConfigMap) Update(obj client.Object) error {
 // announces (BrokerBuilder). It selects the pod by the StatefulSet's pod-name label and
 // carries the remoting, fast and HA ports, not metrics (scraped through the headless
 // Service). Not-ready addresses are published, as on the headless Service: a slave
-// reaches its master's HA port while the master still starts.
+// reaches its master's HA port while the master still starts. With expose NodePort it is
+// of type NodePort on brokerNodePorts; back at ClusterIP its node ports are 0, which the
+// API server requires of a Service leaving NodePort.
 type brokerPodService struct {
 	brokerGroup
 	id int32
@@ -69,7 +71,12 @@ func (b *brokerPodService) Update(obj client.Object) error {
 	svc := obj.(*corev1.Service)
 	svc.Labels = merge(svc.Labels, b.labels())
 	svc.Labels[BrokerIDLabel] = fmt.Sprint(b.id)
+	fast, ha, remoting, exposed := brokerNodePorts(b.Instance, b.index, b.id)
+	nodePorts := map[string]int32{"fast": fast, "ha": ha, "remoting": remoting} // all 0 unless exposed
 	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	if exposed {
+		svc.Spec.Type = corev1.ServiceTypeNodePort
+	}
 	sel := b.selector()
 	sel[podNameLabel] = b.pod()
 	svc.Spec.Selector = sel
@@ -80,7 +87,7 @@ func (b *brokerPodService) Update(obj client.Object) error {
 			continue
 		}
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
-			TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
+			TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP, NodePort: nodePorts[p.Name]})
 	}
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }

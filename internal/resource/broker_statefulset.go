@@ -75,21 +75,26 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 		v, m := tlsVolumeFor(br.Spec.TLS)
 		tpl.Spec.Volumes, mounts = append(tpl.Spec.Volumes, v), append(mounts, m)
 	}
+	// The kubelet expands $(VAR) from the container's env: each pod reads its own file.
+	command := []string{"/broker", "-c", brokerConfDir + "/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)",
+		"-http", fmt.Sprintf(":%d", HealthPort)}
+	env := []corev1.EnvVar{
+		fieldEnv("POD_NAME", "metadata.name"),
+		{Name: "NAMESRV_ADDR", ValueFrom: &corev1.EnvVarSource{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: BrokerNamesrvConfigMapName(br)},
+				Key:                  NamesrvAddrKey}}},
+	}
+	if ip1, ok := brokerIP1Env(br); ok {
+		command, env = append(command, "-brokerIP1", "$(BROKER_IP1)"), append(env, ip1)
+	}
 	startup, liveness, readiness := healthProbes(brokerStartupSeconds)
 	tpl.Spec.Containers = []corev1.Container{{
 		Name:            "broker",
 		Image:           image(br.Spec.ContainerSpec),
 		ImagePullPolicy: pullPolicy(br.Spec.ImagePullPolicy),
-		// The kubelet expands $(VAR) from the container's env: each pod reads its own file.
-		Command: []string{"/broker", "-c", brokerConfDir + "/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)",
-			"-http", fmt.Sprintf(":%d", HealthPort)},
-		Env: []corev1.EnvVar{
-			fieldEnv("POD_NAME", "metadata.name"),
-			{Name: "NAMESRV_ADDR", ValueFrom: &corev1.EnvVarSource{
-				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: BrokerNamesrvConfigMapName(br)},
-					Key:                  NamesrvAddrKey}}},
-		},
+		Command:         command,
+		Env:             env,
 		Ports:           append(brokerContainerPorts(br), healthContainerPort()),
 		Resources:       br.Spec.Resources,
 		VolumeMounts:    mounts,

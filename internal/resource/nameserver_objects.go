@@ -43,6 +43,10 @@ func (b *nameServerHeadlessService) Update(obj client.Object) error {
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 
+// nameServerService is the ensemble's client Service. With expose NodePort it is of type
+// NodePort: the name-server port on firstPort and, since a NodePort Service opens every
+// port it carries, the address server on firstPort+1 rather than a random port that could
+// be a Broker's. Back at ClusterIP its node ports are 0, as the API server requires.
 type nameServerService struct{ *NameServerBuilder }
 
 func (b *nameServerService) Build() (client.Object, error) {
@@ -59,6 +63,12 @@ func (b *nameServerService) Update(obj client.Object) error {
 	svc.Spec.Ports = append(nameServerPorts(b.Instance.Spec.Ports.ListenPort), corev1.ServicePort{
 		Name: healthPortName, Port: HealthPort, TargetPort: intstr.FromString(healthPortName),
 		Protocol: corev1.ProtocolTCP})
+	if np := b.Instance.Spec.Expose.NodePorts(); np != nil {
+		svc.Spec.Type = corev1.ServiceTypeNodePort
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = np.FirstPort + int32(i)
+		}
+	}
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 

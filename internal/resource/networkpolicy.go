@@ -28,8 +28,12 @@ import (
 //	  metrics (5557) <- every namespace (Prometheus; both policies, metrics.go)
 //
 // Client peers are spec.networkPolicy.clientPeers, or every pod of the resource's namespace
-// when that is empty. Ports are numbers, not the container ports' names, so every network
-// plugin reads them alike.
+// when that is empty. With spec.expose NodePort the client ports (a NameServer's listenPort;
+// a Broker's listenPort and listenPort-2, not HA) also admit every address, in a rule of
+// their own (outsideIngress): a connection through a node port comes from outside the
+// cluster, or from a node when kube-proxy masquerades it, and no selector matches either.
+// Ports are numbers, not the container ports' names, so every network plugin reads them
+// alike.
 
 // NamespaceNameLabel is the label the API server sets on every namespace to its name.
 const NamespaceNameLabel = "kubernetes.io/metadata.name"
@@ -72,6 +76,9 @@ func (b *nameServerNetworkPolicy) Update(obj client.Object) error {
 			From:  from,
 		}, metricsIngress(DefaultMetricsPort)},
 	}
+	if ns.Spec.Expose.NodePorts() != nil {
+		np.Spec.Ingress = append(np.Spec.Ingress, outsideIngress(ns.Spec.Ports.ListenPort))
+	}
 	return controllerutil.SetControllerReference(ns, np, b.Scheme)
 }
 
@@ -101,6 +108,9 @@ func (b *brokerNetworkPolicy) Update(obj client.Object) error {
 	}
 	if port, ok := BrokerMetricsPort(br); ok {
 		np.Spec.Ingress = append(np.Spec.Ingress, metricsIngress(port))
+	}
+	if br.Spec.Expose.NodePorts() != nil {
+		np.Spec.Ingress = append(np.Spec.Ingress, outsideIngress(listen, listen-2))
 	}
 	return controllerutil.SetControllerReference(br, np, b.Scheme)
 }
@@ -138,6 +148,12 @@ func brokerPodsPeer(brokers []string) networkingv1.NetworkPolicyPeer {
 			Key: InstanceLabel, Operator: metav1.LabelSelectorOpIn,
 			Values: slices.Sorted(slices.Values(brokers))}},
 	}}
+}
+
+// outsideIngress admits ports from every IPv4 and IPv6 address.
+func outsideIngress(ports ...int32) networkingv1.NetworkPolicyIngressRule {
+	return networkingv1.NetworkPolicyIngressRule{Ports: tcpPorts(ports...), From: []networkingv1.NetworkPolicyPeer{
+		{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}, {IPBlock: &networkingv1.IPBlock{CIDR: "::/0"}}}}
 }
 
 // tcpPorts sets the protocol the API server would default, so Update does not flap.

@@ -522,6 +522,11 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		Expect(claims("rmq")).To(Equal(4))
 		report("claims: rmq's 4 kept (whenDeleted: Retain), noimage's removed (whenDeleted: Delete)")
 	})
+
+	// Last, once the samples' brokers are gone: the node has room for two more pods.
+	It("serves a client outside the cluster through NodePort", func() {
+		checkNodePort()
+	})
 })
 
 var runID = fmt.Sprint(time.Now().UnixNano() % 1_000_000_000)

@@ -184,6 +184,7 @@ func cleanup() {
 		}
 		Expect(gone(samplesNS, 2*time.Minute)).To(BeTrue(), "namespace %s not gone", samplesNS)
 	}
+	Expect(gone(nodePortNS, 2*time.Minute)).To(BeTrue(), "namespace %s not gone", nodePortNS)
 	helmUninstall()
 	Expect(gone(operatorNS, 2*time.Minute)).To(BeTrue(), "namespace %s not gone", operatorNS)
 	var crds apiextv1.CustomResourceDefinitionList
