@@ -3,12 +3,14 @@ package controllers
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -353,5 +355,34 @@ func TestStatusShowsSlaveLag(t *testing.T) {
 	}
 	if st.requeue != replicationRefresh {
 		t.Errorf("requeue %v, want the lag refreshed in %v", st.requeue, replicationRefresh)
+	}
+}
+
+// A replaced pod that cannot start turns the roll's Progressing reason into RollBlocked,
+// with the kubelet's reason.
+func TestRollBlockedByACrashingPod(t *testing.T) {
+	w := newRollWorld(t)
+	w.newRevision("r2")
+	w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollSlaves})
+	w.setPod(0, 1, "r2", false)
+	ctx := context.Background()
+	pod := &corev1.Pod{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: "mq", Name: res.BrokerPodName(w.br, 0, 1)}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "broker", State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}}}}
+	if err := w.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	st := &brokerState{access: adminAccess{Admin: w.admin}}
+	for _, step := range []brokerStep{w.r.observePods, w.r.observeReplication, w.r.planRoll, w.r.observeWorkloads} {
+		if _, err := step(ctx, w.br, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := meta.FindStatusCondition(w.br.Status.Conditions, v1alpha1.ConditionProgressing)
+	if c == nil || c.Reason != "RollBlocked" || !strings.Contains(c.Message, "blocked: CrashLoopBackOff: pod rmq-broker-a-1 container broker") {
+		t.Fatalf("Progressing %+v, want RollBlocked naming the crashing pod", c)
 	}
 }

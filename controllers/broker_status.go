@@ -74,6 +74,10 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 	if st.roll.message != "" {
 		if c := meta.FindStatusCondition(br.Status.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
 			c.Reason, c.Message = "Rolling", st.roll.message
+			// A pod that will not start without the user holds the roll where it is.
+			if reason, msg := podProblem(st.pods); reason != "" {
+				c.Reason, c.Message = "RollBlocked", fmt.Sprintf("%s; blocked: %s: %s", st.roll.message, reason, msg)
+			}
 		}
 	}
 	holdForTopics(&br.Status.Conditions, br.Generation, before, st.topicsPending)
