@@ -211,7 +211,10 @@ func (r *BrokerReconciler) rollGroup(ctx context.Context, br *v1alpha1.Broker, s
 	case slavesOutdated:
 		set(1, v1alpha1.RollSlaves, "replacing the slaves, highest brokerId first")
 		return 0, nil
-	case !g.ready(slaves...):
+	case !g.ready(slaves...) && g.was != v1alpha1.RollMaster:
+		// Once the master is being replaced its slaves lose it and turn not Ready: that
+		// must not move the partition back, which would restart the master at the old
+		// revision.
 		set(1, v1alpha1.RollSlaves, "waiting for the replaced slaves: "+notReadyPods(br, g, slaves))
 		return 0, nil
 	}

@@ -213,13 +213,15 @@ func TestRollOneGroupAtATime(t *testing.T) {
 		t.Fatalf("the step-aside ended while the StatefulSet had not seen the new partition")
 	}
 	w.applyPartitions(map[int32]int32{0: 0, 1: 2}, true)
-	w.setPod(0, 0, "", false) // the StatefulSet deleted it
+	w.setPod(0, 0, "", false)   // the StatefulSet deleted it
+	w.setPod(0, 1, "r2", false) // and its slave lost it: the partition stays
 	w.expect(map[int32]int32{0: 0, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMaster})
 	if n := len(w.admin.callsFor("AddWritePerm", "")); n != 0 {
 		t.Fatalf("write permission given back while the master restarts")
 	}
 
 	w.setPod(0, 0, "r2", true)
+	w.setPod(0, 1, "r2", true)
 	w.expect(map[int32]int32{0: 2, 1: 1}, map[int32]v1alpha1.RollPhase{1: v1alpha1.RollSlaves})
 	// The fake name servers route no broker-a topic: the permission is given back.
 	if adds := w.admin.callsFor("AddWritePerm", "broker-a"); len(adds) != 2 {

@@ -54,6 +54,7 @@ func run() int {
 	verbose := flag.Bool("v", false, "log at debug level")
 	verifyDir := flag.String("verify-store", "", "check the stopped store rooted at this folder, print what is damaged and exit (0 clean, 1 damaged, 2 not checked)")
 	httpAddr := flag.String("http", "", "serve /livez, /startupz and /readyz on this address (\":8080\"); empty: no HTTP")
+	shutdownDelay := flag.Duration("shutdown-delay", 0, "on SIGTERM, a master first answers /readyz not ready and keeps serving this long, so that load balancers stop sending it new connections before it goes")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -147,6 +148,13 @@ func run() int {
 	log.Info("shutting down", "signal", s.String())
 	if hs != nil {
 		hs.Stopping()
+		if *shutdownDelay > 0 && b.Config().BrokerRole != config.Slave {
+			log.Info("serving, not ready, before stopping", "delay", *shutdownDelay)
+			select {
+			case <-time.After(*shutdownDelay):
+			case <-sig: // a second signal stops at once
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

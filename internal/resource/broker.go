@@ -83,7 +83,7 @@ func (b *BrokerBuilder) Builders() []Builder {
 		for id := range b.Instance.Spec.ReplicasPerGroup {
 			out = append(out, &brokerPodService{brokerGroup: grp, id: id})
 		}
-		out = append(out, &brokerConfigMap{grp}, &brokerHeadlessService{grp},
+		out = append(out, &brokerConfigMap{grp}, &brokerHeadlessService{grp}, &brokerHAService{grp},
 			&brokerStatefulSet{grp}, &brokerPDB{grp})
 	}
 	return out
@@ -123,10 +123,10 @@ func BrokerMemberAddress(br *v1alpha1.Broker, i, id int32) string {
 		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort)
 }
 
-// BrokerMasterHAAddress is group i's master's HA port (listenPort+1) at its own
-// Service's DNS name, which resolves to the ClusterIP the master announces.
+// BrokerMasterHAAddress is group i's master's HA port (listenPort+1) at the group's HA
+// Service's DNS name: a ClusterIP that routes to the master also while it is not Ready.
 func BrokerMasterHAAddress(br *v1alpha1.Broker, i int32) string {
-	return fmt.Sprintf("%s.%s.svc:%d", BrokerPodName(br, i, 0), br.Namespace, br.Spec.ListenPort+1)
+	return fmt.Sprintf("%s.%s.svc:%d", BrokerGroupHAServiceName(br, i), br.Namespace, br.Spec.ListenPort+1)
 }
 
 // BrokerAddressConf is the broker.conf lines that make pod id of group i announce

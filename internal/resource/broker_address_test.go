@@ -44,6 +44,14 @@ func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
 	if !ok {
 		t.Fatalf("no Service rmq-broker-b-2")
 	}
+	if master := objs["Service/rmq-broker-b-0"].(*corev1.Service); master.Spec.PublishNotReadyAddresses {
+		t.Error("the master's Service publishes it while it is not Ready: a stopping master's connections would hang")
+	}
+	ha := objs["Service/rmq-broker-b-ha"].(*corev1.Service)
+	if !ha.Spec.PublishNotReadyAddresses || ha.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "rmq-broker-b-0" ||
+		len(ha.Spec.Ports) != 1 || ha.Spec.Ports[0].Port != 10912 || ha.Spec.Ports[0].TargetPort != intstr.FromString("ha") {
+		t.Errorf("HA Service: %+v", ha.Spec)
+	}
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses ||
 		svc.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "rmq-broker-b-2" ||
 		svc.Spec.Selector[BrokerNameLabel] != "broker-b" || svc.Labels[BrokerIDLabel] != "2" {
@@ -65,8 +73,8 @@ func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
 		if !strings.Contains(conf, "brokerIP1="+ip+"\n") || !strings.Contains(conf, "brokerIP2="+ip+"\n") {
 			t.Errorf("pod %d announces not %s:\n%s", id, ip, conf)
 		}
-		if !strings.Contains(conf, "haMasterAddress=rmq-broker-b-0.mq.svc:10912\n") {
-			t.Errorf("pod %d: the master's HA address is not its Service:\n%s", id, conf)
+		if !strings.Contains(conf, "haMasterAddress=rmq-broker-b-ha.mq.svc:10912\n") {
+			t.Errorf("pod %d: the master's HA address is not the group's HA Service:\n%s", id, conf)
 		}
 	}
 	sts := objs["StatefulSet/rmq-broker-b"].(*appsv1.StatefulSet)

@@ -21,6 +21,12 @@ func BrokerGroupServiceName(br *v1alpha1.Broker, i int32) string {
 	return BrokerGroupName(br, i) + "-headless"
 }
 
+// BrokerGroupHAServiceName is the name of group i's HA Service: the master's HA port,
+// its slaves' haMasterAddress.
+func BrokerGroupHAServiceName(br *v1alpha1.Broker, i int32) string {
+	return BrokerGroupName(br, i) + "-ha"
+}
+
 // BrokerGroupIndex parses a group's brokerName ("broker-c") into its index (2).
 func BrokerGroupIndex(brokerName string) (int32, bool) {
 	if len(brokerName) != len("broker-a") || brokerName[:7] != "broker-" {
@@ -42,6 +48,7 @@ func BrokerGroupObjects(br *v1alpha1.Broker, i int32) []client.Object {
 		&appsv1.StatefulSet{ObjectMeta: meta(BrokerGroupName(br, i))},
 		&corev1.ConfigMap{ObjectMeta: meta(BrokerGroupConfigMapName(br, i))},
 		&corev1.Service{ObjectMeta: meta(BrokerGroupServiceName(br, i))},
+		&corev1.Service{ObjectMeta: meta(BrokerGroupHAServiceName(br, i))},
 		&policyv1.PodDisruptionBudget{ObjectMeta: meta(BrokerGroupName(br, i))},
 	}
 }

@@ -52,8 +52,16 @@ func (b *brokerConfigMap) Update(obj client.Object) error {
 // brokerPodService is one broker pod's own ClusterIP Service, the address the pod
 // announces (BrokerBuilder). It selects the pod by the StatefulSet's pod-name label and
 // carries the remoting, fast and HA ports, not metrics (scraped through the headless
-// Service). Not-ready addresses are published, as on the headless Service: a slave
-// reaches its master's HA port while the master still starts. With expose NodePort it is
+// Service).
+//
+// A slave's Service publishes it while it is not Ready (its master gone): consumers keep
+// reading from it. A master's does not. When a master stops, its pod turns not Ready
+// (the broker's shutdown delay outlasts a readiness probe) and kube-proxy refuses new
+// connections to its ClusterIP at once, rather than forwarding them to a pod address
+// that is about to vanish: a connection attempt there hangs until the client's dial
+// timeout, and the official Go client makes every request wait behind a dial (15 s).
+// Its slaves replicate through the group's HA Service instead, which publishes the
+// master while it starts. With expose NodePort it is
 // of type NodePort on brokerNodePorts; back at ClusterIP its node ports are 0, which the
 // API server requires of a Service leaving NodePort.
 type brokerPodService struct {
@@ -80,7 +88,7 @@ func (b *brokerPodService) Update(obj client.Object) error {
 	sel := b.selector()
 	sel[podNameLabel] = b.pod()
 	svc.Spec.Selector = sel
-	svc.Spec.PublishNotReadyAddresses = true
+	svc.Spec.PublishNotReadyAddresses = b.id != 0
 	svc.Spec.Ports = nil
 	for _, p := range brokerContainerPorts(b.Instance) {
 		if p.Name == MetricsPortName {
@@ -100,6 +108,29 @@ func (b *brokerPodService) Applied(obj client.Object) {
 	if ip := obj.(*corev1.Service).Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
 		b.PodAddresses[b.pod()] = ip
 	}
+}
+
+// brokerHAService is the group's master's HA port, published while the master is not
+// Ready: a starting master takes its slaves' connections before it is registered, so
+// replication resumes as soon as the master listens.
+type brokerHAService struct{ brokerGroup }
+
+func (b *brokerHAService) Build() (client.Object, error) {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+		Name: BrokerGroupHAServiceName(b.Instance, b.index), Namespace: b.Instance.Namespace}}, nil
+}
+
+func (b *brokerHAService) Update(obj client.Object) error {
+	svc := obj.(*corev1.Service)
+	svc.Labels = merge(svc.Labels, b.labels())
+	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	sel := b.selector()
+	sel[podNameLabel] = BrokerPodName(b.Instance, b.index, 0)
+	svc.Spec.Selector = sel
+	svc.Spec.PublishNotReadyAddresses = true
+	svc.Spec.Ports = []corev1.ServicePort{{Name: brokerHAPortName, Port: b.Instance.Spec.ListenPort + 1,
+		TargetPort: intstr.FromString(brokerHAPortName), Protocol: corev1.ProtocolTCP}}
+	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 
 type brokerHeadlessService struct{ brokerGroup }
@@ -142,12 +173,15 @@ func (b *brokerPDB) Update(obj client.Object) error {
 
 // brokerContainerPorts: the remoting port, the fast channel (listenPort-2) some Java clients
 // use, the HA port (listenPort+1) slaves replicate from, and the metrics port when on.
+// brokerHAPortName names the HA port (listenPort+1) in the pods and Services.
+const brokerHAPortName = "ha"
+
 func brokerContainerPorts(br *v1alpha1.Broker) []corev1.ContainerPort {
 	listen := br.Spec.ListenPort
 	ports := []corev1.ContainerPort{
 		{Name: "remoting", ContainerPort: listen, Protocol: corev1.ProtocolTCP},
 		{Name: "fast", ContainerPort: listen - 2, Protocol: corev1.ProtocolTCP},
-		{Name: "ha", ContainerPort: listen + 1, Protocol: corev1.ProtocolTCP},
+		{Name: brokerHAPortName, ContainerPort: listen + 1, Protocol: corev1.ProtocolTCP},
 	}
 	if port, ok := BrokerMetricsPort(br); ok {
 		ports = append(ports, metricsContainerPort(port))

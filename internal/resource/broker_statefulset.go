@@ -2,6 +2,7 @@ package resource
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,11 @@ import (
 // record of the last segments and rebuilds the consume queues, minutes on a large store.
 // Liveness applies only after it.
 const brokerStartupSeconds = 1800
+
+// brokerShutdownDelay is how long a stopping master keeps serving, not Ready, before it
+// unregisters and stops: a readiness probe (1 s), the EndpointSlice update and
+// kube-proxy's next sync (at most 1 s apart) fit in it.
+const brokerShutdownDelay = 4 * time.Second
 
 type brokerStatefulSet struct{ brokerGroup }
 
@@ -77,7 +83,7 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 	}
 	// The kubelet expands $(VAR) from the container's env: each pod reads its own file.
 	command := []string{"/broker", "-c", brokerConfDir + "/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)",
-		"-http", fmt.Sprintf(":%d", HealthPort)}
+		"-http", fmt.Sprintf(":%d", HealthPort), "-shutdown-delay", brokerShutdownDelay.String()}
 	env := []corev1.EnvVar{
 		fieldEnv("POD_NAME", "metadata.name"),
 		{Name: "NAMESRV_ADDR", ValueFrom: &corev1.EnvVarSource{
@@ -89,6 +95,9 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 		command, env = append(command, "-brokerIP1", "$(BROKER_IP1)"), append(env, ip1)
 	}
 	startup, liveness, readiness := healthProbes(brokerStartupSeconds)
+	// A stopping master must turn not Ready within its shutdown delay, so that kube-proxy
+	// stops sending it new connections before it exits (brokerPodService).
+	readiness.PeriodSeconds, readiness.FailureThreshold = 1, 1
 	tpl.Spec.Containers = []corev1.Container{{
 		Name:            "broker",
 		Image:           image(br.Spec.ContainerSpec),
@@ -103,7 +112,8 @@ func (b *brokerStatefulSet) Update(obj client.Object) error {
 		ReadinessProbe:  readiness,
 		SecurityContext: containerSecurityContext(),
 	}}
-	// A broker flushes and unregisters on SIGTERM; give it time.
+	// A broker waits out its shutdown delay, then unregisters and flushes on SIGTERM;
+	// give it time.
 	tpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
 	return controllerutil.SetControllerReference(br, sts, b.Scheme)
 }

@@ -33,8 +33,8 @@ func broker() *v1alpha1.Broker {
 func TestBrokerObjectsPerGroup(t *testing.T) {
 	br := broker()
 	objs := build(t, (&BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}).Builders())
-	if len(objs) != 1+3*(4+3) {
-		t.Fatalf("want the namesrv ConfigMap and 4 objects plus 3 pod Services per group, got %d", len(objs))
+	if len(objs) != 1+3*(5+3) {
+		t.Fatalf("want the namesrv ConfigMap and 5 objects plus 3 pod Services per group, got %d", len(objs))
 	}
 	for _, g := range []string{"a", "b", "c"} {
 		for _, k := range []string{"StatefulSet/rmq-broker-", "ConfigMap/rmq-broker-", "PodDisruptionBudget/rmq-broker-"} {
@@ -241,13 +241,13 @@ func TestBrokerGroupObjectsAreTheBuiltChildren(t *testing.T) {
 	}
 }
 
-// TestSlavesFollowTheMastersName: a slave's haMasterAddress is its master's own Service
-// (the address the master announces, kept across restarts), by DNS name. Learning it from
-// the next registration left slaves replicating nothing for 30 s.
+// TestSlavesFollowTheMastersName: a slave's haMasterAddress is the group's HA Service
+// (a ClusterIP kept across the master's restarts), by DNS name. Learning it from the next
+// registration left slaves replicating nothing for 30 s.
 func TestSlavesFollowTheMastersName(t *testing.T) {
 	br := broker()
 	br.Spec.Config["haMasterAddress"] = "10.0.0.9:1" // refused by the API; ours wins
-	want := "haMasterAddress=rmq-broker-b-0.mq.svc:10912\n"
+	want := "haMasterAddress=rmq-broker-b-ha.mq.svc:10912\n"
 	if c := BrokerPodConf(br, 1, 1); !strings.Contains(c, want) {
 		t.Errorf("slave conf lacks %q:\n%s", want, c)
 	}

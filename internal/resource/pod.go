@@ -73,7 +73,7 @@ func overlay[T any](def, user *T) *T {
 
 // healthProbes are the startup, liveness and readiness probes on HealthPort. The startup
 // probe allows startupSeconds for recovery (a broker's store after a crash) before
-// liveness applies; readiness is checked every 5 s.
+// liveness applies; readiness is checked every 5 s (readinessProbe tightens it).
 func healthProbes(startupSeconds int32) (startup, liveness, readiness *corev1.Probe) {
 	get := func(path string) corev1.ProbeHandler {
 		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
