@@ -92,7 +92,7 @@ bench: ## Run the Go benchmarks (protocol and storage).
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./broker/...
 
 .PHONY: bench-java
-bench-java: ## Our broker vs the Java 4.9.7 broker under bin/rmqbench (~5 min); prints a markdown table.
+bench-java: ## Our broker vs the Java 4.9.7 broker under bin/rmqbench (~5 min; BENCH_CLIENT=java: the official Java client); prints a markdown table.
 	hack/bench-vs-java.sh
 
 ##@ Run

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,12 @@ func TestProduceThenConsume(t *testing.T) {
 			if !strings.Contains(out.String(), "Send TPS: ") || !strings.Contains(out.String(), "Producer summary") {
 				t.Fatalf("no TPS line or summary:\n%s", out.String())
 			}
+			// The line hack/bench-vs-java.sh reads (JavaBench prints the same with client=java).
+			want := fmt.Sprintf("RESULT client=go mode=producer series=send messages=%d ", pr.sent)
+			if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), " errors=0 ") ||
+				!strings.Contains(out.String(), " client_cpu_s=") {
+				t.Fatalf("no %q line with errors=0 and client_cpu_s:\n%s", want, out.String())
+			}
 
 			out.Reset()
 			cr, err := runConsumer(ctx, consumerOptions{namesrv: ns, topic: o.topic, group: "benchmark_consumer",
@@ -78,6 +85,9 @@ func TestProduceThenConsume(t *testing.T) {
 			}
 			if cr.received != pr.sent {
 				t.Fatalf("consumed %d, sent %d", cr.received, pr.sent)
+			}
+			if want := fmt.Sprintf("RESULT client=go mode=consumer series=S2C messages=%d ", cr.received); !strings.Contains(out.String(), want) {
+				t.Fatalf("no %q line:\n%s", want, out.String())
 			}
 		})
 	}

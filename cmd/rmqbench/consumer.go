@@ -120,6 +120,7 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 		where = "min offset"
 	}
 	fmt.Fprintf(out, "consumer: topic %s, group %s, %d queues, starting at %s, long polling %v\n", o.topic, o.group, nq, where, o.suspend)
+	cpu0 := processCPU()
 	begin := time.Now()
 
 	go func() { // pick up queues added later
@@ -158,6 +159,7 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 
 	wg.Wait()
 	elapsed := time.Since(begin)
+	cpu := cpuSince(cpu0)
 	stop()
 	<-reportDone
 
@@ -178,11 +180,15 @@ func runConsumer(ctx context.Context, o consumerOptions, out io.Writer) (*consum
 	if span <= 0 {
 		span = elapsed
 	}
-	printSummary(out, "Consumer summary (B2C = born timestamp to received, S2C = store timestamp to received; ms clock)", []summaryRow{
+	rows := []summaryRow{
 		{name: "B2C", duration: span, count: res.received, bytes: st.bytes.Load(), lat: &st.b2c},
 		{name: "S2C", duration: span, count: res.received, bytes: st.bytes.Load(), lat: &st.s2c},
-	}, []string{fmt.Sprintf("ran %.1f s, messages flowed for %.1f s (the duration column); pull failed: %d",
-		elapsed.Seconds(), span.Seconds(), st.pullFails.Load())})
+	}
+	printSummary(out, "Consumer summary (B2C = born timestamp to received, S2C = store timestamp to received; ms clock)", rows,
+		[]string{fmt.Sprintf("ran %.1f s, messages flowed for %.1f s (the duration column); pull failed: %d",
+			elapsed.Seconds(), span.Seconds(), st.pullFails.Load()),
+			"client CPU (user+system of rmqbench while pulling): " + cpu + " s"})
+	printResults(out, "consumer", rows, fmt.Sprintf("errors=%d pull_failed=%d client_cpu_s=%s", st.pullFails.Load(), st.pullFails.Load(), cpu))
 	return res, nil
 }
 

@@ -209,6 +209,7 @@ func runProducer(ctx context.Context, o producerOptions, out io.Writer) (*produc
 		})
 	}()
 
+	cpu0 := processCPU()
 	begin := time.Now()
 	var wg sync.WaitGroup
 	for t := range o.threads {
@@ -233,13 +234,17 @@ func runProducer(ctx context.Context, o producerOptions, out io.Writer) (*produc
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
+	cpu := cpuSince(cpu0)
 	<-reportDone
 
 	res := &producerResult{sent: st.rt.n.Load(), sendFailed: st.sendFailed.Load(), respFailed: st.respFailed.Load(), elapsed: elapsed}
-	printSummary(out, "Producer summary ("+mode+", RT = send to response)", []summaryRow{
-		{name: "send", duration: elapsed, count: res.sent, bytes: res.sent * int64(o.size), lat: &st.rt},
-	}, []string{fmt.Sprintf("send failed: %d, response failed: %d, stored but not confirmed (flush/slave timeout): %d, refused SYSTEM_BUSY: %d",
-		res.sendFailed, res.respFailed, st.notConfirmed.Load(), st.busy.Load())})
+	rows := []summaryRow{{name: "send", duration: elapsed, count: res.sent, bytes: res.sent * int64(o.size), lat: &st.rt}}
+	printSummary(out, "Producer summary ("+mode+", RT = send to response)", rows,
+		[]string{fmt.Sprintf("send failed: %d, response failed: %d, stored but not confirmed (flush/slave timeout): %d, refused SYSTEM_BUSY: %d",
+			res.sendFailed, res.respFailed, st.notConfirmed.Load(), st.busy.Load()),
+			"client CPU (user+system of rmqbench while sending): " + cpu + " s"})
+	printResults(out, "producer", rows, fmt.Sprintf("errors=%d send_failed=%d response_failed=%d busy=%d not_confirmed=%d client_cpu_s=%s",
+		res.sendFailed+res.respFailed, res.sendFailed, res.respFailed, st.busy.Load(), st.notConfirmed.Load(), cpu))
 	return res, nil
 }
 

@@ -109,21 +109,56 @@ func printSummary(w io.Writer, title string, rows []summaryRow, extra []string) 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "series\tduration(s)\ttotal\tTPS\tMiB/s\tavg(ms)\tp50(ms)\tp99(ms)\tp99.9(ms)\tmax(ms)\t")
 	for _, r := range rows {
-		secs := r.duration.Seconds()
-		tps, mibs, avg := 0.0, 0.0, 0.0
-		if secs > 0 {
-			tps = float64(r.count) / secs
-			mibs = float64(r.bytes) / secs / (1 << 20)
-		}
-		if n := r.lat.n.Load(); n > 0 {
-			avg = float64(r.lat.sum.Load()) / float64(n)
-		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%.0f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", r.name, secs, r.count, tps, mibs,
-			ms(avg), ms(r.lat.hist.quantile(0.5)), ms(r.lat.hist.quantile(0.99)), ms(r.lat.hist.quantile(0.999)),
-			ms(float64(r.lat.max.Load())))
+		v := r.values()
+		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%.0f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n", r.name, v.secs, r.count, v.tps, v.mibs,
+			v.avg, v.p50, v.p99, v.p999, v.max)
 	}
 	tw.Flush()
 	for _, e := range extra {
 		fmt.Fprintln(w, e)
 	}
+}
+
+// rowValues are a summary row's figures: seconds, TPS, MiB/s and latencies in ms.
+type rowValues struct {
+	secs, tps, mibs, avg, p50, p99, p999, max float64
+}
+
+func (r summaryRow) values() rowValues {
+	v := rowValues{secs: r.duration.Seconds()}
+	if v.secs > 0 {
+		v.tps = float64(r.count) / v.secs
+		v.mibs = float64(r.bytes) / v.secs / (1 << 20)
+	}
+	if n := r.lat.n.Load(); n > 0 {
+		v.avg = ms(float64(r.lat.sum.Load()) / float64(n))
+	}
+	v.p50, v.p99, v.p999 = ms(r.lat.hist.quantile(0.5)), ms(r.lat.hist.quantile(0.99)), ms(r.lat.hist.quantile(0.999))
+	v.max = ms(float64(r.lat.max.Load()))
+	return v
+}
+
+// printResults writes one machine-readable line per row, the summary's figures as
+// key=value fields, then tail (run-wide fields: errors=, client_cpu_s=, ...):
+//
+//	RESULT client=go mode=producer series=send messages=N seconds=S tps=T mib_s=M avg_ms=… p50_ms=… p99_ms=… p999_ms=… max_ms=… errors=E client_cpu_s=C
+//
+// hack/bench-vs-java.sh reads these; the Java load generator
+// (test/compat/java/src/org/openrmq/bench/JavaBench.java) prints the same with client=java.
+func printResults(w io.Writer, mode string, rows []summaryRow, tail string) {
+	for _, r := range rows {
+		v := r.values()
+		fmt.Fprintf(w, "RESULT client=go mode=%s series=%s messages=%d seconds=%.3f tps=%.0f mib_s=%.1f avg_ms=%.3f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f %s\n",
+			mode, r.name, r.count, v.secs, v.tps, v.mibs, v.avg, v.p50, v.p99, v.p999, v.max, tail)
+	}
+}
+
+// cpuSince is this process's user+system CPU seconds since before (from processCPU) as
+// the client_cpu_s field shows it, or "-" where the platform does not report it.
+func cpuSince(before time.Duration) string {
+	now := processCPU()
+	if now < 0 || before < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", (now - before).Seconds())
 }
