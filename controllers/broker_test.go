@@ -83,7 +83,7 @@ var _ = Describe("Broker", func() {
 			To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))
 		c := sts.Spec.Template.Spec.Containers[0]
 		Expect(c.Command).To(Equal([]string{"/broker", "-c", "/etc/rocketmq/broker/$(POD_NAME).conf", "-n", "$(NAMESRV_ADDR)",
-			"-http", ":8080"}))
+			"-http", ":8080", "-shutdown-delay", "4s"}))
 
 		cm := &corev1.ConfigMap{}
 		Expect(get(cm, ns, "rmq-broker-a-config")()).To(Succeed())

@@ -80,6 +80,12 @@ read -r -a java_client_opts <<<"${BENCH_JAVA_CLIENT_OPTS:--Xms512m -Xmx512m -XX:
 threads_list=${BENCH_THREADS:-16 64}
 size=${BENCH_SIZE:-1024}
 duration=${BENCH_DURATION:-20s}
+# BENCH_PROFILE=<dir>: our broker serves pprof on loopback and each measured run of ours
+# leaves <dir>/<client>-<broker>-<flush>-<run>.cpu.pprof and .allocs.pprof, covering its first
+# BENCH_PROFILE_SECONDS (15) seconds (go tool pprof -top <file>).
+profile_dir=${BENCH_PROFILE:-}
+profile_secs=${BENCH_PROFILE_SECONDS:-15}
+if [[ -n $profile_dir ]]; then mkdir -p "$profile_dir" && profile_dir=$(cd "$profile_dir" && pwd); fi
 warmup=${BENCH_WARMUP:-5s}
 do_sync=${BENCH_SYNC_FLUSH:-1}
 do_consume=${BENCH_CONSUME:-1}
@@ -250,9 +256,10 @@ clk_tck=$(getconf CLK_TCK)
 secs() { awk -v a="$1" -v b="$2" -v hz="$clk_tck" 'BEGIN {printf "%.2f", (b - a) / hz}'; } # ticks -> s
 
 # --- 2. One broker: name server + broker with a fresh store ----------------------------------
-namesrv_addr="" broker_pid=""
+namesrv_addr="" broker_pid="" pprof_addr="" broker_kind=""
 start_cluster() { # kind flush dir
   local kind=$1 flush=$2 dir=$3
+  broker_kind=$kind
   mkdir -p "$dir"
   local nport bport
   nport=$(free_port)
@@ -284,7 +291,12 @@ CONF
     if [[ $kind == ours-memlimit ]]; then
       goenv=(GOGC=off "GOMEMLIMIT=${heap_mb}MiB") # the Java heap's budget, collected only when reached
     fi
-    env "${goenv[@]}" "$bin/broker" -c "$dir/broker.conf" >"$dir/broker.log" 2>&1 &
+    local prof=()
+    if [[ -n $profile_dir ]]; then
+      pprof_addr="127.0.0.1:$(free_port)"
+      prof=(-pprof "$pprof_addr")
+    fi
+    env "${goenv[@]}" "$bin/broker" -c "$dir/broker.conf" "${prof[@]}" >"$dir/broker.log" 2>&1 &
   else
     # ROCKETMQ_HOME with the compat suite's logback config (INFO to stdout, store at WARN).
     local home="$dir/rocketmq-home"
@@ -352,7 +364,18 @@ measured() {
     while kill -0 "$p" 2>/dev/null && ! grep -q '^MEASURING' "$logf"; do sleep 0.05; done
   fi
   c0=$(cpu_ticks "$broker_pid") m0=$(machine_busy)
+  local profiling=()
+  if [[ -n $profile_dir && $broker_kind != java ]]; then
+    # CPU and allocation profiles of the broker over the measured run's first seconds.
+    local name
+    name="$profile_dir/$client-$(basename "$(dirname "$logf")")-$(basename "$logf" .log)"
+    curl -fsS -o "$name.cpu.pprof" "http://$pprof_addr/debug/pprof/profile?seconds=$profile_secs" &
+    profiling+=($!)
+    curl -fsS -o "$name.allocs.pprof" "http://$pprof_addr/debug/pprof/allocs?seconds=$profile_secs" &
+    profiling+=($!)
+  fi
   wait "$p" || rc=$?
+  if ((${#profiling[@]})); then wait "${profiling[@]}" || log "a profile of $logf failed"; fi
   c1=$(cpu_ticks "$broker_pid") m1=$(machine_busy)
   forget_pid "$p"
   return "$rc"

@@ -54,6 +54,7 @@ func run() int {
 	verbose := flag.Bool("v", false, "log at debug level")
 	verifyDir := flag.String("verify-store", "", "check the stopped store rooted at this folder, print what is damaged and exit (0 clean, 1 damaged, 2 not checked)")
 	httpAddr := flag.String("http", "", "serve /livez, /startupz and /readyz on this address (\":8080\"); empty: no HTTP")
+	pprofAddr := flag.String("pprof", "", "serve Go's /debug/pprof profiles on this address (\"127.0.0.1:6060\"), for benchmarks; empty: none. Profiles expose the process: keep it on loopback")
 	shutdownDelay := flag.Duration("shutdown-delay", 0, "on SIGTERM, a master first answers /readyz not ready and keeps serving this long, so that load balancers stop sending it new connections before it goes")
 	flag.Parse()
 
@@ -109,6 +110,15 @@ func run() int {
 	}
 
 	tuneGC(log)
+
+	if *pprofAddr != "" {
+		stop, err := servePprof(*pprofAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "broker: -pprof:", err)
+			return 1
+		}
+		defer stop()
+	}
 
 	// The probes answer "starting" during store recovery, which may take minutes.
 	var hs *health.Server
