@@ -56,6 +56,10 @@ type BrokerAdmin interface {
 	// the broker's commitlog ends.
 	CommitLogMaxOffset(ctx context.Context, addr string) (int64, error)
 
+	// RegisteredMembers sends GET_BROKER_CLUSTER_INFO (106) to a name server: the
+	// brokerIds of brokerName it holds a registration of, with their addresses.
+	RegisteredMembers(ctx context.Context, namesrvAddr, brokerName string) (map[int64]string, error)
+
 	// CreateOrUpdateTopic sends UPDATE_AND_CREATE_TOPIC (17). The broker registers the new
 	// version of its topic table with its name servers, also when nothing changed.
 	CreateOrUpdateTopic(ctx context.Context, addr string, t TopicConfig) error

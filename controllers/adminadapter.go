@@ -120,6 +120,18 @@ func (a RemotingAdmin) CommitLogMaxOffset(ctx context.Context, addr string) (int
 	return v, nil
 }
 
+// RegisteredMembers implements BrokerAdmin.
+func (a RemotingAdmin) RegisteredMembers(ctx context.Context, namesrvAddr, brokerName string) (map[int64]string, error) {
+	info, err := a.C.ClusterInfo(ctx, namesrvAddr)
+	if err != nil {
+		return nil, err
+	}
+	if bd := info.BrokerAddrTable[brokerName]; bd != nil {
+		return maps.Clone(bd.BrokerAddrs), nil
+	}
+	return map[int64]string{}, nil
+}
+
 // CreateOrUpdateTopic implements BrokerAdmin.
 func (a RemotingAdmin) CreateOrUpdateTopic(ctx context.Context, addr string, t TopicConfig) error {
 	return a.C.CreateOrUpdateTopic(ctx, addr, protocol.TopicConfig{TopicName: t.Name,

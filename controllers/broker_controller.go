@@ -68,8 +68,10 @@ type brokerState struct {
 	namesrvAddr string
 	pods        map[string]*corev1.Pod
 	access      adminAccess
-	// lag is observeReplication's: each Ready slave's replication lag, by pod name.
-	lag map[string]slaveLag
+	// lag and unregistered are observeMembers': each Ready slave's replication lag, and
+	// the Ready pods some name server does not hold (with why), by pod name.
+	lag          map[string]slaveLag
+	unregistered map[string]string
 	// topicsPending says which groups lack topics the others hold; "" when none.
 	topicsPending string
 	// partitions and roll are planRoll's: each group's StatefulSet partition, and where
@@ -93,7 +95,7 @@ func (st *brokerState) requeueWithin(d time.Duration) {
 // unprotected), resolve name servers, render plain_acl.yml from the Users (spec.acl without
 // secretName; before the pods that mount it), check spec.config with the broker's parser,
 // pick the admin for the brokers (TLS under spec.tls, signing under spec.acl), observe the
-// pods and the slaves' replication lag, plan the roll (each group's partition), apply
+// pods, their registrations and the slaves' replication lag, plan the roll (each group's partition), apply
 // children, check the brokers' TLS certificates, drain and remove groups that were scaled in, make the roll's name-server
 // calls, push a
 // changed name-server list, observe the groups' topics, then write the status, Ready
@@ -122,7 +124,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"ConfigInvalid", r.checkConfig},
 		{"AdminAccessFailed", r.resolveAdmin},
 		{"ObservePodsFailed", r.observePods},
-		{"ReplicationUnobserved", r.observeReplication},
+		{"MembersUnobserved", r.observeMembers},
 		{"RollPlanFailed", r.planRoll},
 		{"ApplyFailed", r.applyChildren},
 		{"TLSCheckFailed", r.checkTLS},

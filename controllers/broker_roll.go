@@ -139,6 +139,13 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 			st.roll.message = fmt.Sprintf("group %s: %s", resource.BrokerName(g.index), notReadyPods(br, g, ordinals(replicas)))
 			continue
 		}
+		if why := unregisteredPods(br, st, g.index); why != "" {
+			// Ready, but not yet found through every name server: no pod event comes
+			// when it is.
+			st.roll.message = fmt.Sprintf("group %s: %s", resource.BrokerName(g.index), why)
+			st.requeueWithin(lagPoll)
+			continue
+		}
 		st.roll.current[g.index] = true
 	}
 	if turn != nil {

@@ -141,10 +141,10 @@ func (w *rollWorld) step() (map[int32]int32, map[int32]v1alpha1.RollPhase, time.
 	if _, err := w.r.observePods(ctx, w.br, st); err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := w.r.observeReplication(ctx, w.br, st); err != nil {
+	if _, err := w.r.observeMembers(ctx, w.br, st); err != nil {
 		w.t.Fatal(err)
 	}
-	st.requeue = 0 // observeReplication's refresh; the roll's own requeues are asserted
+	st.requeue = 0 // observeMembers's refresh; the roll's own requeues are asserted
 	after, err := w.r.planRoll(ctx, w.br, st)
 	if err != nil {
 		w.t.Fatal(err)
@@ -344,7 +344,7 @@ func TestStatusShowsSlaveLag(t *testing.T) {
 	w.admin.offsets[res.BrokerMemberAddress(w.br, 1, 1)] = 1024
 	ctx := context.Background()
 	st := &brokerState{access: adminAccess{Admin: w.admin}}
-	for _, step := range []brokerStep{w.r.observePods, w.r.observeReplication, w.r.planRoll, w.r.observeWorkloads} {
+	for _, step := range []brokerStep{w.r.observePods, w.r.observeMembers, w.r.planRoll, w.r.observeWorkloads} {
 		if _, err := step(ctx, w.br, st); err != nil {
 			t.Fatal(err)
 		}
@@ -378,7 +378,7 @@ func TestRollBlockedByACrashingPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &brokerState{access: adminAccess{Admin: w.admin}}
-	for _, step := range []brokerStep{w.r.observePods, w.r.observeReplication, w.r.planRoll, w.r.observeWorkloads} {
+	for _, step := range []brokerStep{w.r.observePods, w.r.observeMembers, w.r.planRoll, w.r.observeWorkloads} {
 		if _, err := step(ctx, w.br, st); err != nil {
 			t.Fatal(err)
 		}
@@ -386,5 +386,38 @@ func TestRollBlockedByACrashingPod(t *testing.T) {
 	c := meta.FindStatusCondition(w.br.Status.Conditions, v1alpha1.ConditionProgressing)
 	if c == nil || c.Reason != "RollBlocked" || !strings.Contains(c.Message, "blocked: CrashLoopBackOff: pod rmq-broker-a-1 container broker") {
 		t.Fatalf("Progressing %+v, want RollBlocked naming the crashing pod", c)
+	}
+}
+
+// A replaced pod is healthy only once every name server holds it: a slave missing at one
+// holds its master's step-aside, and a master missing at one holds the give-back of its
+// write permission and the next group's turn.
+func TestRollWaitsForEveryNameServer(t *testing.T) {
+	w := newRollWorld(t)
+	w.newRevision("r2")
+	w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollSlaves})
+	w.setPod(0, 1, "r2", true)
+	w.admin.unregistered["ns-1:9876 broker-a 1"] = true
+	if after := w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollSlaves}); after != lagPoll {
+		t.Errorf("requeue after %v, want %v", after, lagPoll)
+	}
+	delete(w.admin.unregistered, "ns-1:9876 broker-a 1")
+	w.expect(map[int32]int32{0: 1, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMasterSteppingAside})
+
+	w.now = w.now.Add(defaultStepAside)
+	w.expect(map[int32]int32{0: 0, 1: 2}, map[int32]v1alpha1.RollPhase{0: v1alpha1.RollMaster})
+	w.applyPartitions(map[int32]int32{0: 0, 1: 2}, true)
+	w.setPod(0, 0, "r2", true)
+	w.admin.unregistered["ns-0:9876 broker-a 0"] = true
+	if after := w.expect(map[int32]int32{0: 2, 1: 2}, map[int32]v1alpha1.RollPhase{}); after != lagPoll {
+		t.Errorf("requeue after %v, want %v", after, lagPoll)
+	}
+	if n := len(w.admin.callsFor("AddWritePerm", "")); n != 0 {
+		t.Fatalf("write permission given back to a master one name server does not hold")
+	}
+	delete(w.admin.unregistered, "ns-0:9876 broker-a 0")
+	w.expect(map[int32]int32{0: 2, 1: 1}, map[int32]v1alpha1.RollPhase{1: v1alpha1.RollSlaves})
+	if n := len(w.admin.callsFor("AddWritePerm", "broker-a")); n != 2 {
+		t.Fatalf("%d ADD_WRITE_PERM_OF_BROKER calls, want 2", n)
 	}
 }

@@ -29,6 +29,9 @@ type fakeAdmin struct {
 	// commitLogMaxOffset (0 when not set).
 	groups  map[string][]string
 	offsets map[string]int64
+	// unregistered: "namesrv brokerName id" entries the fake name servers do not hold;
+	// they hold every other member (ids 0-4) of every group.
+	unregistered map[string]bool
 	// accounts the fake brokers accept (ProbeAccount): accessKey -> secretKey.
 	accounts map[string]string
 
@@ -70,7 +73,7 @@ func (f *fakeAdmin) root() *fakeAdmin {
 func newFakeAdmin() *fakeAdmin {
 	return &fakeAdmin{stats: map[string][]QueueOffset{}, fail: map[string]error{},
 		topics: map[string]map[string]TopicConfig{}, kv: map[string]string{}, accounts: map[string]string{},
-		groups: map[string][]string{}, offsets: map[string]int64{}}
+		groups: map[string][]string{}, offsets: map[string]int64{}, unregistered: map[string]bool{}}
 }
 
 func (f *fakeAdmin) record(method, addr, format string, args ...any) error {
@@ -173,6 +176,22 @@ func (f *fakeAdmin) CommitLogMaxOffset(_ context.Context, addr string) (int64, e
 		return 0, err
 	}
 	return r.offsets[addr], nil // 0 unless set: every broker caught up
+}
+
+func (f *fakeAdmin) RegisteredMembers(_ context.Context, namesrvAddr, brokerName string) (map[int64]string, error) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.fail["RegisteredMembers"]; err != nil {
+		return nil, err
+	}
+	out := map[int64]string{}
+	for id := range int64(5) {
+		if !r.unregistered[fmt.Sprintf("%s %s %d", namesrvAddr, brokerName, id)] {
+			out[id] = fmt.Sprintf("%s-%d", brokerName, id)
+		}
+	}
+	return out, nil
 }
 
 // The fake's brokers keep topic tables per address; its name servers route every topic the
