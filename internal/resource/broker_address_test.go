@@ -48,8 +48,10 @@ func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
 		t.Error("the master's Service publishes it while it is not Ready: a stopping master's connections would hang")
 	}
 	ha := objs["Service/rmq-broker-b-ha"].(*corev1.Service)
+	// The HA port, and the remoting port below it that a slave copies metadata from.
 	if !ha.Spec.PublishNotReadyAddresses || ha.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "rmq-broker-b-0" ||
-		len(ha.Spec.Ports) != 1 || ha.Spec.Ports[0].Port != 10912 || ha.Spec.Ports[0].TargetPort != intstr.FromString("ha") {
+		len(ha.Spec.Ports) != 2 || ha.Spec.Ports[0].Port != 10911 || ha.Spec.Ports[0].TargetPort != intstr.FromString("remoting") ||
+		ha.Spec.Ports[1].Port != 10912 || ha.Spec.Ports[1].TargetPort != intstr.FromString("ha") {
 		t.Errorf("HA Service: %+v", ha.Spec)
 	}
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses ||

@@ -110,9 +110,11 @@ func (b *brokerPodService) Applied(obj client.Object) {
 	}
 }
 
-// brokerHAService is the group's master's HA port, published while the master is not
-// Ready: a starting master takes its slaves' connections before it is registered, so
-// replication resumes as soon as the master listens.
+// brokerHAService is the group's master for its slaves, published while the master is
+// not Ready: a starting master takes its slaves' connections before it is registered, so
+// replication resumes as soon as the master listens. It carries the HA port and the
+// remoting port one below it, where a slave copies topics, offsets and groups from
+// (broker.metadataAddrOfHA).
 type brokerHAService struct{ brokerGroup }
 
 func (b *brokerHAService) Build() (client.Object, error) {
@@ -128,8 +130,15 @@ func (b *brokerHAService) Update(obj client.Object) error {
 	sel[podNameLabel] = BrokerPodName(b.Instance, b.index, 0)
 	svc.Spec.Selector = sel
 	svc.Spec.PublishNotReadyAddresses = true
-	svc.Spec.Ports = []corev1.ServicePort{{Name: brokerHAPortName, Port: b.Instance.Spec.ListenPort + 1,
-		TargetPort: intstr.FromString(brokerHAPortName), Protocol: corev1.ProtocolTCP}}
+	svc.Spec.Ports = nil
+	for _, name := range []string{"remoting", brokerHAPortName} {
+		for _, p := range brokerContainerPorts(b.Instance) {
+			if p.Name == name {
+				svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
+					TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
+			}
+		}
+	}
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 
