@@ -19,9 +19,13 @@ import (
 // error. A conflict (someone else wrote the object between our read and write) is retried
 // on a fresh read. Each child created or changed is logged and recorded as an Event on
 // owner (rec may be nil: no Events); one already as built is neither. A builder that asks
-// (resource.AppliedHook) then sees its object as stored.
+// (resource.AppliedHook) then sees its object as stored; one that is held
+// (resource.Holder) is skipped.
 func applyAll(ctx context.Context, c client.Client, rec events.EventRecorder, owner client.Object, builders []resource.Builder) error {
 	for _, b := range builders {
+		if h, ok := b.(resource.Holder); ok && h.Held() {
+			continue
+		}
 		obj, err := b.Build()
 		if err != nil {
 			return err

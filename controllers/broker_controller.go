@@ -78,6 +78,9 @@ type brokerState struct {
 	// the roll stands (broker_roll.go).
 	partitions map[int32]int32
 	roll       rollState
+	// loadBalancersPending is applyChildren's: the pod Services that wait for a
+	// load-balancer IP, holding their groups; "" when none.
+	loadBalancersPending string
 	// requeue asks for another reconcile this soon, with nothing wrong (a master waiting
 	// to restart); 0 for none. Set it with requeueWithin.
 	requeue time.Duration
@@ -158,7 +161,14 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 func (r *BrokerReconciler) applyChildren(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
 	b := &resource.BrokerBuilder{Instance: br, Scheme: r.Scheme, NameServerAddress: st.namesrvAddr, Partitions: st.partitions}
-	return 0, applyAll(ctx, r.Client, r.Recorder, br, b.Builders())
+	if err := applyAll(ctx, r.Client, r.Recorder, br, b.Builders()); err != nil {
+		return 0, err
+	}
+	// The Services' status updates bring us back; the requeue covers a missed one.
+	if st.loadBalancersPending = b.PendingLoadBalancers(); st.loadBalancersPending != "" {
+		st.requeueWithin(retryAfter)
+	}
+	return 0, nil
 }
 
 // resolveAdmin picks the admin for this Broker's calls and records the AdminAccess

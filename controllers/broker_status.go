@@ -29,8 +29,13 @@ func (r *BrokerReconciler) observePods(ctx context.Context, br *v1alpha1.Broker,
 	return 0, nil
 }
 
+// ReasonLoadBalancerPending is the Broker's Ready reason while a pod Service waits for
+// its load-balancer IP (expose LoadBalancer), holding its group.
+const ReasonLoadBalancerPending = "LoadBalancerPending"
+
 // observeWorkloads fills status.groups (master and slaves with their pods) and the
-// Ready/Progressing conditions from the groups' StatefulSets.
+// Ready/Progressing conditions from the groups' StatefulSets; Ready says which load
+// balancers hold groups.
 func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Broker, st *brokerState) (time.Duration, error) {
 	var sets []*appsv1.StatefulSet
 	var ready int32
@@ -79,6 +84,9 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 				c.Reason, c.Message = "RollBlocked", fmt.Sprintf("%s; blocked: %s: %s", st.roll.message, reason, msg)
 			}
 		}
+	}
+	if st.loadBalancersPending != "" {
+		notReady(&br.Status.Conditions, br.Generation, ReasonLoadBalancerPending, st.loadBalancersPending)
 	}
 	holdForTopics(&br.Status.Conditions, br.Generation, before, st.topicsPending)
 	return 0, nil

@@ -103,10 +103,11 @@ type BrokerSpec struct {
 	// this Broker: listenPort and the fast channel (listenPort-2) admit
 	// networkPolicy.clientPeers (default: this namespace), the operator's namespace and this
 	// Broker's own pods (slaves copy metadata from their master there); the HA port
-	// (listenPort+1) admits this Broker's own pods only. With expose NodePort listenPort and
-	// the fast channel admit every address as well (ipBlocks 0.0.0.0/0 and ::/0): through a
-	// node port, connections come from outside the cluster or from a node. Brokers
-	// reachable from outside the cluster should run with spec.acl.
+	// (listenPort+1) admits this Broker's own pods only. With expose NodePort or
+	// LoadBalancer listenPort and the fast channel admit every address as well (ipBlocks
+	// 0.0.0.0/0 and ::/0): through a node port or a load balancer, connections come from
+	// outside the cluster or from a node. Brokers reachable from outside the cluster
+	// should run with spec.acl.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
@@ -118,8 +119,12 @@ type BrokerSpec struct {
 	// the 15 node ports from firstPort+15*g, room for 5 pods so that scaling moves no
 	// port, and its pod brokerId n the three from firstPort+15*g+3*n: the fast channel,
 	// HA, then the remoting port (a client with vipChannelEnabled dials the announced port
-	// minus 2). Changing expose rolls the pods. Brokers reachable from outside the cluster
-	// should run with spec.acl.
+	// minus 2). LoadBalancer: each pod's Service is of type LoadBalancer on the same ports,
+	// and the pod announces the load balancer's first ingress IP (brokerIP1) once the
+	// cloud has given it one, HA staying on the ClusterIP (brokerIP2); until every pod
+	// Service of a group has an IP the group's StatefulSet and ConfigMap are held and
+	// Ready says LoadBalancerPending. Changing expose, or a load balancer's IP, rolls the
+	// pods. Brokers reachable from outside the cluster should run with spec.acl.
 	// +optional
 	Expose *BrokerExpose `json:"expose,omitempty"`
 

@@ -32,8 +32,8 @@ type NameServerSpec struct {
 	// name-server port (ports.listenPort) only from networkPolicy.clientPeers (default: this
 	// namespace), from the pods of the Brokers whose nameServerRef names this NameServer
 	// (they register), and from the operator's namespace. Brokers elsewhere that list it in
-	// nameServerAddresses need a client peer. With expose NodePort the name-server port
-	// admits every address as well (ipBlocks 0.0.0.0/0 and ::/0). The name server has no
+	// nameServerAddresses need a client peer. With expose NodePort or LoadBalancer the
+	// name-server port admits every address as well (ipBlocks 0.0.0.0/0 and ::/0). The name server has no
 	// ACL: whoever reaches it can register brokers and change routes, so keep it inside
 	// the cluster, or exposed, behind a firewall.
 	// +optional
@@ -50,8 +50,11 @@ type NameServerSpec struct {
 	// outside use <node IP>:firstPort as namesrvAddr (the Broker they are routed to needs
 	// expose NodePort too), and firstPort+1 for the address server on 8080 (a Service of
 	// type NodePort opens every port it carries; pinned, it stays out of the random
-	// allocation that could take a Broker's ports). The name server has no ACL: keep the
-	// node port behind a firewall that admits only your clients.
+	// allocation that could take a Broker's ports). LoadBalancer: the Service is of type
+	// LoadBalancer, and clients outside use its status.loadBalancer.ingress IP with
+	// ports.listenPort (9876) as namesrvAddr; status.address stays the pod IPs the Brokers
+	// inside use. The name server has no ACL: admit only your clients' addresses
+	// (a firewall in front of the nodes, or loadBalancer.sourceRanges).
 	// +optional
 	Expose *NameServerExpose `json:"expose,omitempty"`
 }

@@ -56,7 +56,11 @@ func BrokerACLFile(br *v1alpha1.Broker) string {
 // rescheduled pod is at once where every client and slave already looks; the price is a
 // kube-proxy hop on each connection. With spec.expose NodePort the Service is a NodePort
 // one too, on ports fixed by the spec (brokerNodePorts), and the pod announces its node
-// port to clients (BrokerAddressConf) while HA stays on the ClusterIP.
+// port to clients (BrokerAddressConf) while HA stays on the ClusterIP. With LoadBalancer
+// it is a LoadBalancer one, and the pod announces the load balancer's IP, known only once
+// the cloud wrote it to the Service's status: until each pod Service of a group has one,
+// the group's ConfigMap and StatefulSet are held (PendingLoadBalancers), so that no pod
+// starts announcing an address clients cannot reach.
 type BrokerBuilder struct {
 	Instance *v1alpha1.Broker
 	Scheme   *runtime.Scheme
@@ -64,14 +68,23 @@ type BrokerBuilder struct {
 	NameServerAddress string
 	// OperatorNamespace is admitted by the NetworkPolicy; empty admits no namespace.
 	OperatorNamespace string
-	// PodAddresses maps pod names to their Services' ClusterIPs. The pod Services'
+	// PodAddresses maps pod names to their Services' addresses. The pod Services'
 	// Applied fills it, so it is complete when the ConfigMaps and StatefulSets that
 	// follow them in Builders' order are applied.
-	PodAddresses map[string]string
+	PodAddresses map[string]PodAddress
 	// Partitions is each group's StatefulSet rollingUpdate partition, by group index: the
 	// operator drives the roll (controllers/broker_roll.go) by lowering it from replicas.
 	// A group not in the map gets 0.
 	Partitions map[int32]int32
+}
+
+// PodAddress is what a broker pod's Service was given.
+type PodAddress struct {
+	ClusterIP string
+	// LoadBalancerIP is the Service's first load-balancer ingress IP with expose
+	// LoadBalancer, "" until the cloud has written one. LoadBalancerHostname is the
+	// ingress hostname when the cloud gave no IP, which a broker cannot announce.
+	LoadBalancerIP, LoadBalancerHostname string
 }
 
 // Builders lists the children in apply order: the pod Services (whose ClusterIPs the
@@ -89,15 +102,54 @@ func (b *BrokerBuilder) Builders() []Builder {
 	return out
 }
 
-// podAddresses is "pod=ip,..." for group g's pods, in ordinal order ("" for a pod whose
-// Service has no ClusterIP yet).
+// podAddresses is "pod=clusterIP,..." for group g's pods, in ordinal order ("" for a pod
+// whose Service has no ClusterIP yet), each followed by "/" and its load balancer's IP
+// with expose LoadBalancer.
 func (g brokerGroup) podAddresses() string {
 	var parts []string
 	for id := range g.Instance.Spec.ReplicasPerGroup {
 		pod := BrokerPodName(g.Instance, g.index, id)
-		parts = append(parts, pod+"="+g.PodAddresses[pod])
+		a := g.PodAddresses[pod]
+		part := pod + "=" + a.ClusterIP
+		if a.LoadBalancerIP != "" {
+			part += "/" + a.LoadBalancerIP
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ",")
+}
+
+// pendingLoadBalancers lists group g's pod Services that have no load-balancer IP yet,
+// with why when the cloud gave a hostname; nil without expose LoadBalancer.
+func (g brokerGroup) pendingLoadBalancers() []string {
+	if _, ok := g.Instance.Spec.Expose.LoadBalanced(); !ok {
+		return nil
+	}
+	var out []string
+	for id := range g.Instance.Spec.ReplicasPerGroup {
+		pod := BrokerPodName(g.Instance, g.index, id)
+		switch a := g.PodAddresses[pod]; {
+		case a.LoadBalancerHostname != "":
+			out = append(out, fmt.Sprintf("%s (hostname %s only: a broker announces an IP)", pod, a.LoadBalancerHostname))
+		case a.LoadBalancerIP == "":
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// PendingLoadBalancers says, once Builders' objects are applied, which pod Services wait
+// for a load-balancer IP and so hold their group; "" when none does.
+func (b *BrokerBuilder) PendingLoadBalancers() string {
+	var pending []string
+	for g := range b.Instance.Spec.Groups {
+		pending = append(pending, brokerGroup{BrokerBuilder: b, index: g}.pendingLoadBalancers()...)
+	}
+	if len(pending) == 0 {
+		return ""
+	}
+	return "waiting for the load-balancer IPs of Services " + strings.Join(pending, ", ") +
+		"; their groups' pods are not created or updated until then"
 }
 
 // BrokerName of group i: broker-a, broker-b, ...
@@ -129,16 +181,22 @@ func BrokerMasterHAAddress(br *v1alpha1.Broker, i int32) string {
 	return fmt.Sprintf("%s.%s.svc:%d", BrokerGroupHAServiceName(br, i), br.Namespace, br.Spec.ListenPort+1)
 }
 
-// BrokerAddressConf is the broker.conf lines that make pod id of group i announce
-// clusterIP, its Service's, to clients and name servers (brokerIP1) and for HA
-// (brokerIP2). With expose NodePort the pod announces its remoting node port
-// (advertisedListenPort) at BROKER_IP1 (brokerIP1Env), passed as -brokerIP1 because the
-// node's IP is known only once the pod runs; HA stays on clusterIP.
-func BrokerAddressConf(br *v1alpha1.Broker, i, id int32, clusterIP string) string {
+// BrokerAddressConf is the broker.conf lines that make pod id of group i announce its
+// Service's ClusterIP to clients and name servers (brokerIP1) and for HA (brokerIP2).
+// With expose NodePort the pod announces its remoting node port (advertisedListenPort) at
+// BROKER_IP1 (brokerIP1Env), passed as -brokerIP1 because the node's IP is known only once
+// the pod runs. With LoadBalancer brokerIP1 is the load balancer's IP: its ports are the
+// Service's, so clients find the fast channel at listenPort-2 as inside. HA stays on the
+// ClusterIP.
+func BrokerAddressConf(br *v1alpha1.Broker, i, id int32, a PodAddress) string {
 	if _, _, remoting, ok := brokerNodePorts(br, i, id); ok {
-		return fmt.Sprintf("brokerIP2=%s\nadvertisedListenPort=%d\n", clusterIP, remoting)
+		return fmt.Sprintf("brokerIP2=%s\nadvertisedListenPort=%d\n", a.ClusterIP, remoting)
 	}
-	return fmt.Sprintf("brokerIP1=%s\nbrokerIP2=%s\n", clusterIP, clusterIP)
+	ip1 := a.ClusterIP
+	if _, ok := br.Spec.Expose.LoadBalanced(); ok {
+		ip1 = a.LoadBalancerIP
+	}
+	return fmt.Sprintf("brokerIP1=%s\nbrokerIP2=%s\n", ip1, a.ClusterIP)
 }
 
 // brokerNodePortsPerGroup: a group owns three node ports for each of the 5 pods it may
@@ -176,7 +234,7 @@ func brokerIP1Env(br *v1alpha1.Broker) (env corev1.EnvVar, ok bool) {
 // spec.config, then the keys the operator owns. namesrvAddr is not among them: it
 // reaches the pod as -n $(NAMESRV_ADDR), read from an unhashed ConfigMap at container start,
 // and running brokers get a new list through UPDATE_BROKER_CONFIG. brokerIP1/2 are per pod
-// (BrokerAddressConf, the pod Service's ClusterIP). aclEnable and aclPlainFile come from spec.acl only:
+// (BrokerAddressConf, the pod Service's addresses). aclEnable and aclPlainFile come from spec.acl only:
 // they name the mounted Secret's file, whose content stays out of the hash (the brokers
 // re-read it), while turning ACL on or off changes the hash and so rolls the pods. Keys
 // are sorted so the hash only moves with content.

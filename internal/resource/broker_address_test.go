@@ -14,8 +14,18 @@ import (
 // the ClusterIP 10.96.1.<brokerId> before Applied sees it; keyed as build's.
 func buildApplied(t *testing.T, b *BrokerBuilder) map[string]client.Object {
 	t.Helper()
+	return buildWithIngress(t, b, nil)
+}
+
+// buildWithIngress is buildApplied with a cloud that wrote ingress[name] to the status of
+// each LoadBalancer Service named there; held builders are skipped, as applyAll does.
+func buildWithIngress(t *testing.T, b *BrokerBuilder, ingress map[string]corev1.LoadBalancerIngress) map[string]client.Object {
+	t.Helper()
 	objs := map[string]client.Object{}
 	for _, bl := range b.Builders() {
+		if h, ok := bl.(Holder); ok && h.Held() {
+			continue
+		}
 		obj, err := bl.Build()
 		if err != nil {
 			t.Fatal(err)
@@ -25,6 +35,9 @@ func buildApplied(t *testing.T, b *BrokerBuilder) map[string]client.Object {
 		}
 		if svc, ok := obj.(*corev1.Service); ok && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 			svc.Spec.ClusterIP = "10.96.1." + svc.Labels[BrokerIDLabel]
+			if in, ok := ingress[svc.Name]; ok && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+				svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{in}
+			}
 		}
 		if h, ok := bl.(AppliedHook); ok {
 			h.Applied(obj)

@@ -29,6 +29,10 @@ func (b *brokerNamesrvConfigMap) Update(obj client.Object) error {
 
 type brokerConfigMap struct{ brokerGroup }
 
+// Held while a pod Service of the group waits for its load balancer: a pod restarted
+// meanwhile reads its file, which must not announce another address.
+func (b *brokerConfigMap) Held() bool { return len(b.pendingLoadBalancers()) > 0 }
+
 func (b *brokerConfigMap) Build() (client.Object, error) {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: BrokerGroupConfigMapName(b.Instance, b.index), Namespace: b.Instance.Namespace}}, nil
@@ -41,8 +45,8 @@ func (b *brokerConfigMap) Update(obj client.Object) error {
 	for id := range b.Instance.Spec.ReplicasPerGroup {
 		pod := BrokerPodName(b.Instance, b.index, id)
 		conf := BrokerPodConf(b.Instance, b.index, id)
-		if ip := b.PodAddresses[pod]; ip != "" {
-			conf += BrokerAddressConf(b.Instance, b.index, id, ip)
+		if a := b.PodAddresses[pod]; a.ClusterIP != "" {
+			conf += BrokerAddressConf(b.Instance, b.index, id, a)
 		}
 		cm.Data[pod+".conf"] = conf
 	}
@@ -61,9 +65,8 @@ func (b *brokerConfigMap) Update(obj client.Object) error {
 // that is about to vanish: a connection attempt there hangs until the client's dial
 // timeout, and the official Go client makes every request wait behind a dial (15 s).
 // Its slaves replicate through the group's HA Service instead, which publishes the
-// master while it starts. With expose NodePort it is
-// of type NodePort on brokerNodePorts; back at ClusterIP its node ports are 0, which the
-// API server requires of a Service leaving NodePort.
+// master while it starts. With expose NodePort it is of type NodePort on
+// brokerNodePorts, with LoadBalancer of type LoadBalancer (exposeService).
 type brokerPodService struct {
 	brokerGroup
 	id int32
@@ -79,35 +82,38 @@ func (b *brokerPodService) Update(obj client.Object) error {
 	svc := obj.(*corev1.Service)
 	svc.Labels = merge(svc.Labels, b.labels())
 	svc.Labels[BrokerIDLabel] = fmt.Sprint(b.id)
-	fast, ha, remoting, exposed := brokerNodePorts(b.Instance, b.index, b.id)
-	nodePorts := map[string]int32{"fast": fast, "ha": ha, "remoting": remoting} // all 0 unless exposed
-	svc.Spec.Type = corev1.ServiceTypeClusterIP
-	if exposed {
-		svc.Spec.Type = corev1.ServiceTypeNodePort
-	}
+	fast, ha, remoting, _ := brokerNodePorts(b.Instance, b.index, b.id)
+	nodePorts := map[string]int32{"fast": fast, "ha": ha, "remoting": remoting} // all 0 unless NodePort
 	sel := b.selector()
 	sel[podNameLabel] = b.pod()
 	svc.Spec.Selector = sel
 	svc.Spec.PublishNotReadyAddresses = b.id != 0
-	svc.Spec.Ports = nil
+	var ports []corev1.ServicePort
 	for _, p := range brokerContainerPorts(b.Instance) {
 		if p.Name == MetricsPortName {
 			continue
 		}
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
+		ports = append(ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
 			TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP, NodePort: nodePorts[p.Name]})
 	}
+	lb, _ := b.Instance.Spec.Expose.LoadBalanced()
+	exposeService(svc, b.Instance.Spec.Expose.ServiceType(), lb, ports)
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 
-// Applied records the ClusterIP the API server gave the Service.
+// Applied records the ClusterIP the API server gave the Service and, with expose
+// LoadBalancer, the ingress the cloud's load-balancer controller wrote to its status.
 func (b *brokerPodService) Applied(obj client.Object) {
 	if b.PodAddresses == nil {
-		b.PodAddresses = map[string]string{}
+		b.PodAddresses = map[string]PodAddress{}
 	}
-	if ip := obj.(*corev1.Service).Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-		b.PodAddresses[b.pod()] = ip
+	svc := obj.(*corev1.Service)
+	var a PodAddress
+	if ip := svc.Spec.ClusterIP; ip != corev1.ClusterIPNone {
+		a.ClusterIP = ip
 	}
+	a.LoadBalancerIP, a.LoadBalancerHostname = loadBalancerIngress(svc)
+	b.PodAddresses[b.pod()] = a
 }
 
 // brokerHAService is the group's master for its slaves, published while the master is

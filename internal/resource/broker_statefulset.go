@@ -26,6 +26,10 @@ const brokerShutdownDelay = 4 * time.Second
 
 type brokerStatefulSet struct{ brokerGroup }
 
+// Held while a pod Service of the group waits for its load balancer: no pod of the group
+// is created or replaced before it can announce the load balancer's IP.
+func (b *brokerStatefulSet) Held() bool { return len(b.pendingLoadBalancers()) > 0 }
+
 func (b *brokerStatefulSet) Build() (client.Object, error) {
 	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{
 		Name: b.name(), Namespace: b.Instance.Namespace}}, nil

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 )
@@ -179,14 +180,21 @@ func TestNameServerNodePortService(t *testing.T) {
 	}
 }
 
-// Exposed, the client ports admit every address in a rule of their own; HA does not.
+// Exposed through node ports or load balancers, the client ports admit every address in
+// a rule of their own; HA does not.
 func TestNetworkPoliciesAdmitOutsideWhenExposed(t *testing.T) {
+	for _, typ := range []v1alpha1.ExposeType{v1alpha1.ExposeNodePort, v1alpha1.ExposeLoadBalancer} {
+		t.Run(string(typ), func(t *testing.T) { testNetworkPoliciesAdmitOutside(t, typ) })
+	}
+}
+
+func testNetworkPoliciesAdmitOutside(t *testing.T, typ v1alpha1.ExposeType) {
 	outside := []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}},
 		{IPBlock: &networkingv1.IPBlock{CIDR: "::/0"}}}
 
 	br := broker()
 	br.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Enabled: true}
-	exposeNodePort(br, 30000, "")
+	br.Spec.Expose = &v1alpha1.BrokerExpose{Type: typ}
 	np := buildPolicy(t, (&BrokerBuilder{Instance: br, Scheme: scheme(t)}).NetworkPolicy())
 	if len(np.Spec.Ingress) != 4 {
 		t.Fatalf("ingress = %+v: want the client, HA, metrics and outside rules", np.Spec.Ingress)
@@ -201,10 +209,192 @@ func TestNetworkPoliciesAdmitOutsideWhenExposed(t *testing.T) {
 
 	ns := nameServer()
 	ns.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Enabled: true}
-	ns.Spec.Expose = &v1alpha1.NameServerExpose{Type: v1alpha1.ExposeNodePort, NodePort: &v1alpha1.NodePortSpec{FirstPort: 30876}}
+	ns.Spec.Expose = &v1alpha1.NameServerExpose{Type: typ}
 	np = buildPolicy(t, (&NameServerBuilder{Instance: ns, Scheme: scheme(t)}).NetworkPolicy())
 	last = np.Spec.Ingress[len(np.Spec.Ingress)-1]
 	if got := ports(t, last); !equality.Semantic.DeepEqual(got, []int32{9876}) || !equality.Semantic.DeepEqual(last.From, outside) {
 		t.Errorf("name server outside rule: ports %v from %+v, want listenPort (not the address server) from every address", got, last.From)
+	}
+}
+
+func exposeLoadBalancer(br *v1alpha1.Broker, lb *v1alpha1.LoadBalancerSpec) {
+	br.Spec.Expose = &v1alpha1.BrokerExpose{Type: v1alpha1.ExposeLoadBalancer, LoadBalancer: lb}
+}
+
+// lbIPs gives every pod Service of br's groups the ingress IP 198.51.100.<10*group+id>.
+func lbIPs(br *v1alpha1.Broker) map[string]corev1.LoadBalancerIngress {
+	out := map[string]corev1.LoadBalancerIngress{}
+	for g := range br.Spec.Groups {
+		for id := range br.Spec.ReplicasPerGroup {
+			out[BrokerPodName(br, g, id)] = corev1.LoadBalancerIngress{IP: fmt.Sprintf("198.51.100.%d", 10*g+id)}
+		}
+	}
+	return out
+}
+
+// With expose LoadBalancer every broker pod's Service is a LoadBalancer one on the
+// unchanged ports, with the spec's annotations and source ranges, and once the cloud has
+// given it an IP the pod announces that IP as brokerIP1 and its ClusterIP as brokerIP2.
+func TestBrokerLoadBalancerServicesAnnounceTheirIngressIP(t *testing.T) {
+	br := broker() // 3 groups of 3
+	exposeLoadBalancer(br, &v1alpha1.LoadBalancerSpec{
+		Annotations:  map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"},
+		SourceRanges: []string{"203.0.113.0/24"}})
+	b := &BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}
+	objs := buildWithIngress(t, b, lbIPs(br))
+	if p := b.PendingLoadBalancers(); p != "" {
+		t.Errorf("pending with every IP known: %s", p)
+	}
+
+	svc := objs["Service/rmq-broker-b-1"].(*corev1.Service)
+	ports := map[string]int32{}
+	for _, p := range svc.Spec.Ports {
+		ports[p.Name] = p.Port
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.ClusterIP != "10.96.1.1" ||
+		!equality.Semantic.DeepEqual(ports, map[string]int32{"remoting": 10911, "fast": 10909, "ha": 10912}) {
+		t.Errorf("pod Service: type %s ClusterIP %q ports %v", svc.Spec.Type, svc.Spec.ClusterIP, ports)
+	}
+	if svc.Annotations["service.beta.kubernetes.io/aws-load-balancer-type"] != "nlb" ||
+		!equality.Semantic.DeepEqual(svc.Spec.LoadBalancerSourceRanges, []string{"203.0.113.0/24"}) {
+		t.Errorf("annotations %v source ranges %v", svc.Annotations, svc.Spec.LoadBalancerSourceRanges)
+	}
+	conf := objs["ConfigMap/rmq-broker-b-config"].(*corev1.ConfigMap).Data["rmq-broker-b-1.conf"]
+	if !strings.HasSuffix(conf, "brokerIP1=198.51.100.11\nbrokerIP2=10.96.1.1\n") || strings.Contains(conf, "advertisedListenPort") {
+		t.Errorf("conf does not announce the load balancer's IP:\n%s", conf)
+	}
+	sts := objs["StatefulSet/rmq-broker-b"].(*appsv1.StatefulSet)
+	want := "rmq-broker-b-0=10.96.1.0/198.51.100.10,rmq-broker-b-1=10.96.1.1/198.51.100.11,rmq-broker-b-2=10.96.1.2/198.51.100.12"
+	if got := sts.Spec.Template.Annotations[BrokerAddressesAnnotation]; got != want {
+		t.Errorf("pod template addresses %q, want %q", got, want)
+	}
+	if c := sts.Spec.Template.Spec.Containers[0]; slices.Contains(c.Command, "-brokerIP1") {
+		t.Errorf("LoadBalancer pods get -brokerIP1: %v", c.Command)
+	}
+}
+
+// A group whose pod Services do not all have a load-balancer IP gets neither its
+// ConfigMap nor its StatefulSet (a stored one stays as it is), and PendingLoadBalancers
+// names the Services, a hostname-only ingress with why; the other groups go ahead.
+func TestBrokerLoadBalancerPendingHoldsTheGroup(t *testing.T) {
+	br := broker()
+	exposeLoadBalancer(br, nil)
+	ingress := lbIPs(br)
+	delete(ingress, "rmq-broker-b-1")
+	ingress["rmq-broker-c-0"] = corev1.LoadBalancerIngress{Hostname: "abc.elb.example.com"}
+	b := &BrokerBuilder{Instance: br, Scheme: scheme(t), NameServerAddress: "n:9876"}
+	objs := buildWithIngress(t, b, ingress)
+
+	for _, key := range []string{"ConfigMap/rmq-broker-a-config", "StatefulSet/rmq-broker-a", "Service/rmq-broker-b-2",
+		"Service/rmq-broker-b-ha", "PodDisruptionBudget/rmq-broker-c"} {
+		if objs[key] == nil {
+			t.Errorf("%s not applied", key)
+		}
+	}
+	for _, key := range []string{"ConfigMap/rmq-broker-b-config", "StatefulSet/rmq-broker-b",
+		"ConfigMap/rmq-broker-c-config", "StatefulSet/rmq-broker-c"} {
+		if objs[key] != nil {
+			t.Errorf("%s applied while a load balancer of its group has no IP", key)
+		}
+	}
+	p := b.PendingLoadBalancers()
+	for _, s := range []string{"rmq-broker-b-1", "rmq-broker-c-0 (hostname abc.elb.example.com only"} {
+		if !strings.Contains(p, s) {
+			t.Errorf("pending %q does not name %q", p, s)
+		}
+	}
+	if strings.Contains(p, "rmq-broker-a-") || strings.Contains(p, "rmq-broker-b-0") {
+		t.Errorf("pending %q names Services that have an IP", p)
+	}
+}
+
+// A load balancer that comes back with another IP changes its group's pod template (the
+// group rolls to announce it), not the config hash nor the other groups.
+func TestBrokerLoadBalancerNewIPRollsItsGroup(t *testing.T) {
+	br := broker()
+	exposeLoadBalancer(br, nil)
+	ingress := lbIPs(br)
+	before := buildWithIngress(t, &BrokerBuilder{Instance: br, Scheme: scheme(t)}, ingress)
+	ingress["rmq-broker-a-2"] = corev1.LoadBalancerIngress{IP: "198.51.100.99"}
+	after := buildWithIngress(t, &BrokerBuilder{Instance: br, Scheme: scheme(t)}, ingress)
+
+	tpl := func(objs map[string]client.Object, g string) map[string]string {
+		return objs["StatefulSet/rmq-broker-"+g].(*appsv1.StatefulSet).Spec.Template.Annotations
+	}
+	if a, b := tpl(before, "a"), tpl(after, "a"); a[BrokerAddressesAnnotation] == b[BrokerAddressesAnnotation] ||
+		a[ConfigHashAnnotation] != b[ConfigHashAnnotation] {
+		t.Errorf("group a's template: addresses %q then %q, hash %s then %s", a[BrokerAddressesAnnotation],
+			b[BrokerAddressesAnnotation], a[ConfigHashAnnotation], b[ConfigHashAnnotation])
+	}
+	if !equality.Semantic.DeepEqual(tpl(before, "b"), tpl(after, "b")) {
+		t.Error("group b's template changed with group a's load balancer")
+	}
+	if conf := after["ConfigMap/rmq-broker-a-config"].(*corev1.ConfigMap).Data["rmq-broker-a-2.conf"]; !strings.Contains(conf, "brokerIP1=198.51.100.99\n") {
+		t.Errorf("conf after the new IP:\n%s", conf)
+	}
+}
+
+// A stored LoadBalancer Service keeps the node ports the API server allocated, loses the
+// annotations removed from the spec (not those of others), and back at ClusterIP has no
+// node ports, source ranges or spec annotations left.
+func TestBrokerLoadBalancerServiceUpdates(t *testing.T) {
+	br := broker()
+	exposeLoadBalancer(br, &v1alpha1.LoadBalancerSpec{
+		Annotations: map[string]string{"cloud/internal": "true", "cloud/idle-timeout": "3600"}, SourceRanges: []string{"203.0.113.0/24"}})
+	b := &BrokerBuilder{Instance: br, Scheme: scheme(t)}
+	svc := buildApplied(t, b)["Service/rmq-broker-a-1"].(*corev1.Service)
+	for i := range svc.Spec.Ports {
+		svc.Spec.Ports[i].NodePort = 31000 + int32(i) // the API server's allocation
+	}
+	svc.Annotations["someone/else"] = "x"
+	allocated := nodePortsOf(svc)
+
+	pod := &brokerPodService{brokerGroup: brokerGroup{BrokerBuilder: b, index: 0}, id: 1}
+	delete(br.Spec.Expose.LoadBalancer.Annotations, "cloud/idle-timeout")
+	if err := pod.Update(svc); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(nodePortsOf(svc), allocated) {
+		t.Errorf("node ports %v, want the allocated %v kept", nodePortsOf(svc), allocated)
+	}
+	if _, ok := svc.Annotations["cloud/idle-timeout"]; ok || svc.Annotations["cloud/internal"] != "true" || svc.Annotations["someone/else"] != "x" {
+		t.Errorf("annotations %v: want cloud/internal and someone/else only", svc.Annotations)
+	}
+
+	br.Spec.Expose = &v1alpha1.BrokerExpose{Type: v1alpha1.ExposeClusterIP}
+	if err := pod.Update(svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.ClusterIP != "10.96.1.1" || svc.Spec.LoadBalancerSourceRanges != nil {
+		t.Errorf("back at ClusterIP: %+v", svc.Spec)
+	}
+	for name, port := range nodePortsOf(svc) {
+		if port != 0 {
+			t.Errorf("port %s keeps node port %d", name, port)
+		}
+	}
+	if !equality.Semantic.DeepEqual(svc.Annotations, map[string]string{"someone/else": "x"}) {
+		t.Errorf("annotations back at ClusterIP: %v", svc.Annotations)
+	}
+}
+
+// The NameServer's client Service becomes a LoadBalancer one with the spec's
+// annotations, and goes back to ClusterIP.
+func TestNameServerLoadBalancerService(t *testing.T) {
+	ns := nameServer()
+	ns.Spec.Expose = &v1alpha1.NameServerExpose{Type: v1alpha1.ExposeLoadBalancer,
+		LoadBalancer: &v1alpha1.LoadBalancerSpec{Annotations: map[string]string{"cloud/internal": "true"}}}
+	b := &NameServerBuilder{Instance: ns, Scheme: scheme(t)}
+	svc := build(t, b.Builders())["Service/ns"].(*corev1.Service)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Annotations["cloud/internal"] != "true" ||
+		svc.Spec.Ports[0].Port != 9876 || svc.Spec.Ports[0].NodePort != 0 {
+		t.Errorf("type %s annotations %v ports %+v", svc.Spec.Type, svc.Annotations, svc.Spec.Ports)
+	}
+	ns.Spec.Expose = nil
+	if err := (&nameServerService{b}).Update(svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || len(svc.Annotations) != 0 {
+		t.Errorf("back at ClusterIP: type %s annotations %v", svc.Spec.Type, svc.Annotations)
 	}
 }

@@ -46,7 +46,8 @@ func (b *nameServerHeadlessService) Update(obj client.Object) error {
 // nameServerService is the ensemble's client Service. With expose NodePort it is of type
 // NodePort: the name-server port on firstPort and, since a NodePort Service opens every
 // port it carries, the address server on firstPort+1 rather than a random port that could
-// be a Broker's. Back at ClusterIP its node ports are 0, as the API server requires.
+// be a Broker's. With LoadBalancer it is of type LoadBalancer (exposeService): clients
+// outside use its ingress IP and listenPort.
 type nameServerService struct{ *NameServerBuilder }
 
 func (b *nameServerService) Build() (client.Object, error) {
@@ -57,18 +58,18 @@ func (b *nameServerService) Build() (client.Object, error) {
 func (b *nameServerService) Update(obj client.Object) error {
 	svc := obj.(*corev1.Service)
 	svc.Labels = merge(svc.Labels, b.labels())
-	svc.Spec.Type = corev1.ServiceTypeClusterIP
 	svc.Spec.Selector = selectorLabels(NameServerComponent, b.Instance.Name)
 	// The address server (NameServerAddressURL) answers on the Service too.
-	svc.Spec.Ports = append(nameServerPorts(b.Instance.Spec.Ports.ListenPort), corev1.ServicePort{
+	ports := append(nameServerPorts(b.Instance.Spec.Ports.ListenPort), corev1.ServicePort{
 		Name: healthPortName, Port: HealthPort, TargetPort: intstr.FromString(healthPortName),
 		Protocol: corev1.ProtocolTCP})
 	if np := b.Instance.Spec.Expose.NodePorts(); np != nil {
-		svc.Spec.Type = corev1.ServiceTypeNodePort
-		for i := range svc.Spec.Ports {
-			svc.Spec.Ports[i].NodePort = np.FirstPort + int32(i)
+		for i := range ports {
+			ports[i].NodePort = np.FirstPort + int32(i)
 		}
 	}
+	lb, _ := b.Instance.Spec.Expose.LoadBalanced()
+	exposeService(svc, b.Instance.Spec.Expose.ServiceType(), lb, ports)
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
 }
 

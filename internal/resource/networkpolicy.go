@@ -28,10 +28,11 @@ import (
 //	  metrics (5557) <- every namespace (Prometheus; both policies, metrics.go)
 //
 // Client peers are spec.networkPolicy.clientPeers, or every pod of the resource's namespace
-// when that is empty. With spec.expose NodePort the client ports (a NameServer's listenPort;
-// a Broker's listenPort and listenPort-2, not HA) also admit every address, in a rule of
-// their own (outsideIngress): a connection through a node port comes from outside the
-// cluster, or from a node when kube-proxy masquerades it, and no selector matches either.
+// when that is empty. With spec.expose NodePort or LoadBalancer the client ports (a
+// NameServer's listenPort; a Broker's listenPort and listenPort-2, not HA) also admit
+// every address, in a rule of their own (outsideIngress): a connection through a node
+// port or a load balancer comes from outside the cluster, or from a node when kube-proxy
+// masquerades it, and no selector matches either.
 // Ports are numbers, not the container ports' names, so every network plugin reads them
 // alike.
 
@@ -76,7 +77,7 @@ func (b *nameServerNetworkPolicy) Update(obj client.Object) error {
 			From:  from,
 		}, metricsIngress(DefaultMetricsPort)},
 	}
-	if ns.Spec.Expose.NodePorts() != nil {
+	if ns.Spec.Expose.ServiceType() != corev1.ServiceTypeClusterIP {
 		np.Spec.Ingress = append(np.Spec.Ingress, outsideIngress(ns.Spec.Ports.ListenPort))
 	}
 	return controllerutil.SetControllerReference(ns, np, b.Scheme)
@@ -109,7 +110,7 @@ func (b *brokerNetworkPolicy) Update(obj client.Object) error {
 	if port, ok := BrokerMetricsPort(br); ok {
 		np.Spec.Ingress = append(np.Spec.Ingress, metricsIngress(port))
 	}
-	if br.Spec.Expose.NodePorts() != nil {
+	if br.Spec.Expose.ServiceType() != corev1.ServiceTypeClusterIP {
 		np.Spec.Ingress = append(np.Spec.Ingress, outsideIngress(listen, listen-2))
 	}
 	return controllerutil.SetControllerReference(br, np, b.Scheme)

@@ -31,6 +31,13 @@ type AppliedHook interface {
 	Applied(obj client.Object)
 }
 
+// Holder is a Builder whose object must not be applied yet, because what it would hold
+// is not known (a Broker group's load-balancer IPs): it is skipped, a stored object kept
+// as it is. Held is asked after the builders before it were applied.
+type Holder interface {
+	Held() bool
+}
+
 const (
 	// ConfigHashAnnotation on a pod template carries the hash of the rendered config, so a
 	// config change rolls the pods and nothing else does.
@@ -40,7 +47,8 @@ const (
 	// BrokerIDLabel marks a broker pod's own Service with the pod's brokerId (ordinal).
 	BrokerIDLabel = "rocketmq.openrmq.io/broker-id"
 	// BrokerAddressesAnnotation on a group's pod template lists the addresses its pods
-	// announce (pod=ClusterIP): a pod Service that got a new IP rolls the group.
+	// announce (pod=ClusterIP, or pod=ClusterIP/load-balancer IP): a pod Service that got
+	// a new IP rolls the group.
 	BrokerAddressesAnnotation = "rocketmq.openrmq.io/broker-addresses"
 	// podNameLabel is the label the StatefulSet controller puts on each of its pods.
 	podNameLabel = "statefulset.kubernetes.io/pod-name"
