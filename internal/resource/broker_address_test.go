@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,11 +62,15 @@ func TestBrokerPodServicesAreTheAnnouncedAddresses(t *testing.T) {
 		t.Error("the master's Service publishes it while it is not Ready: a stopping master's connections would hang")
 	}
 	ha := objs["Service/rmq-broker-b-ha"].(*corev1.Service)
-	// The HA port, and the remoting port below it that a slave copies metadata from.
+	// The HA port, and the client ports a slave copies metadata from (over the fast
+	// channel, listenPort-2).
+	var haPorts []string
+	for _, p := range ha.Spec.Ports {
+		haPorts = append(haPorts, fmt.Sprintf("%s:%d>%s", p.Name, p.Port, p.TargetPort.String()))
+	}
 	if !ha.Spec.PublishNotReadyAddresses || ha.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "rmq-broker-b-0" ||
-		len(ha.Spec.Ports) != 2 || ha.Spec.Ports[0].Port != 10911 || ha.Spec.Ports[0].TargetPort != intstr.FromString("remoting") ||
-		ha.Spec.Ports[1].Port != 10912 || ha.Spec.Ports[1].TargetPort != intstr.FromString("ha") {
-		t.Errorf("HA Service: %+v", ha.Spec)
+		strings.Join(haPorts, ",") != "remoting:10911>remoting,fast:10909>fast,ha:10912>ha" {
+		t.Errorf("HA Service: %+v ports %v", ha.Spec, haPorts)
 	}
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses ||
 		svc.Spec.Selector["statefulset.kubernetes.io/pod-name"] != "rmq-broker-b-2" ||

@@ -119,8 +119,9 @@ func (b *brokerPodService) Applied(obj client.Object) {
 // brokerHAService is the group's master for its slaves, published while the master is
 // not Ready: a starting master takes its slaves' connections before it is registered, so
 // replication resumes as soon as the master listens. It carries the HA port and the
-// remoting port one below it, where a slave copies topics, offsets and groups from
-// (broker.metadataAddrOfHA).
+// client ports: a slave copies topics, offsets and groups from the remoting port one
+// below HA (broker.metadataAddrOfHA), over its fast channel (listenPort-2), as 4.9.7's
+// slave synchronizer does.
 type brokerHAService struct{ brokerGroup }
 
 func (b *brokerHAService) Build() (client.Object, error) {
@@ -137,12 +138,10 @@ func (b *brokerHAService) Update(obj client.Object) error {
 	svc.Spec.Selector = sel
 	svc.Spec.PublishNotReadyAddresses = true
 	svc.Spec.Ports = nil
-	for _, name := range []string{"remoting", brokerHAPortName} {
-		for _, p := range brokerContainerPorts(b.Instance) {
-			if p.Name == name {
-				svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
-					TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
-			}
+	for _, p := range brokerContainerPorts(b.Instance) {
+		if p.Name != MetricsPortName {
+			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
+				TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
 		}
 	}
 	return controllerutil.SetControllerReference(b.Instance, svc, b.Scheme)
