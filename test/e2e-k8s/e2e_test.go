@@ -641,11 +641,15 @@ func createTopic(namesrv, name string, queues int) {
 	for _, addr := range masters {
 		hdr := map[string]string{"topic": name, "defaultTopic": protocol.DefaultTopic, "readQueueNums": fmt.Sprint(queues),
 			"writeQueueNums": fmt.Sprint(queues), "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := rc.Invoke(cctx, addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, hdr, nil))
-		cancel()
-		Expect(err).NotTo(HaveOccurred())
-		Expect(resp.Code).To(Equal(int16(remoting.Success)), resp.Remark)
+		// A master's Service routes to it about a second after it turned Ready (the
+		// EndpointSlice, then kube-proxy): right after a roll a dial may be refused.
+		Eventually(func(g Gomega) {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			resp, err := rc.Invoke(cctx, addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, hdr, nil))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(resp.Code).To(Equal(int16(remoting.Success)), resp.Remark)
+		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	}
 	Eventually(func() *protocol.TopicRouteData { return routeFrom(strings.Split(namesrv, ";")[0], name) }).
 		WithTimeout(time.Minute).ShouldNot(BeNil())
