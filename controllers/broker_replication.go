@@ -141,7 +141,7 @@ func unregisteredPods(br *v1alpha1.Broker, st *brokerState, g int32) string {
 // laggingSlaves names the slaves of g that are not known to be within the roll's lag
 // bound, with their lag or why it is unknown; "" when none.
 func laggingSlaves(br *v1alpha1.Broker, st *brokerState, g int32) string {
-	var out string
+	var out []string
 	for id := int32(1); id < br.Spec.ReplicasPerGroup; id++ {
 		pod := resource.BrokerPodName(br, g, id)
 		l, ok := st.lag[pod]
@@ -158,10 +158,7 @@ func laggingSlaves(br *v1alpha1.Broker, st *brokerState, g int32) string {
 		default:
 			continue
 		}
-		if out != "" {
-			out += ", "
-		}
-		out += pod + " " + why
+		out = append(out, pod+" "+why)
 	}
-	return out
+	return strings.Join(out, ", ")
 }
