@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/acl"
@@ -61,11 +62,14 @@ type Broker struct {
 	haServer  *ha.Server       // master: serves the commitlog to slaves
 	haClient  *ha.Client       // slave: copies the master's commitlog
 	haSync    *ha.Synchronizer // slave: copies the master's metadata
-	storeHost netip.AddrPort
-	startTime time.Time
-	stats     *stats
-	metrics   *brokerMetrics // metricsExporterType=PROM; nil otherwise
-	opts      Options
+	// slaveWaitLogged is when waitSlave last logged a send it answered unacknowledged
+	// (unix nanoseconds).
+	slaveWaitLogged atomic.Int64
+	storeHost       netip.AddrPort
+	startTime       time.Time
+	stats           *stats
+	metrics         *brokerMetrics // metricsExporterType=PROM; nil otherwise
+	opts            Options
 
 	listeners []net.Listener
 	kick      chan struct{} // register with the name servers now

@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +58,8 @@ func startBroker(t *testing.T, dir string, mutate func(*config.Config)) *testBro
 	return startBrokerWith(t, dir, mutate, Options{})
 }
 
-// startBrokerWith is startBroker with options (NoFastChannel and a quiet logger are set).
+// startBrokerWith is startBroker with options (NoFastChannel is set, and a quiet logger
+// unless opts has one).
 func startBrokerWith(t *testing.T, dir string, mutate func(*config.Config), opts Options) *testBroker {
 	t.Helper()
 	if dir == "" {
@@ -66,7 +69,10 @@ func startBrokerWith(t *testing.T, dir string, mutate func(*config.Config), opts
 	if mutate != nil {
 		mutate(c)
 	}
-	opts.NoFastChannel, opts.Logger = true, slog.New(slog.DiscardHandler)
+	opts.NoFastChannel = true
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	b, err := New(c, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -379,4 +385,22 @@ func TestShutdownHonoursItsContext(t *testing.T) {
 	if _, err := tb.store.PutMessage(&message.Message{Topic: "T", Body: []byte("x"), BornHost: netip.MustParseAddrPort("127.0.0.1:1")}); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("store still open after Shutdown: %v", err)
 	}
+}
+
+// logBuffer collects a broker's log lines for a test to read while the broker writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -172,14 +172,23 @@ func (b *Broker) syncMasterWait(c config.Config, props string) bool {
 // waitSlave waits for a slave to acknowledge end and sets resp's code as 4.9.7's
 // handlePutMessageResult does for SLAVE_NOT_AVAILABLE and FLUSH_SLAVE_TIMEOUT.
 func (b *Broker) waitSlave(ctx context.Context, end int64, resp *remoting.Command) {
-	switch err := b.haServer.WaitForSlave(ctx, end); {
+	err := b.haServer.WaitForSlave(ctx, end)
+	switch {
 	case err == nil:
+		return
 	case errors.Is(err, ha.ErrSlaveNotAvailable):
 		resp.Code, resp.Remark = remoting.SlaveNotAvailable, "slave not available"
 	case errors.Is(err, ha.ErrSlaveTimeout):
 		resp.Code, resp.Remark = remoting.FlushSlaveTimeout, "flush slave timeout"
 	default:
 		resp.Code, resp.Remark = remoting.ServiceNotAvailable, "the broker is shutting down"
+	}
+	// A client sees only the code; the log says where replication stood. At most a line a
+	// second: without a slave every send of a SYNC_MASTER lands here.
+	if now := time.Now().UnixNano(); now-b.slaveWaitLogged.Load() >= int64(time.Second) {
+		b.slaveWaitLogged.Store(now)
+		b.log.Warn("send answered without a slave's acknowledgement", "code", resp.Code, "err", err,
+			"end", end, "slaveAck", b.haServer.SlaveAckOffset(), "slaves", b.haServer.Connections())
 	}
 }
 

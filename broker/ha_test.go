@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,13 +96,19 @@ func TestMasterSlaveReplication(t *testing.T) {
 
 // TestSyncMasterWithoutSlave: a SYNC_MASTER stores a message but answers
 // SLAVE_NOT_AVAILABLE without a slave, unless the message says WAIT=false; with a
-// slave it answers SUCCESS.
+// slave it answers SUCCESS. The log says where replication stood.
 func TestSyncMasterWithoutSlave(t *testing.T) {
-	m := startBroker(t, "", func(c *config.Config) { c.BrokerRole = config.SyncMaster })
+	var logs logBuffer
+	m := startBrokerWith(t, "", func(c *config.Config) { c.BrokerRole = config.SyncMaster },
+		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	m.createTopic("HA2", 1)
 	resp := m.sendV2("HA2", 0, "t", "m0")
 	if resp.Code != remoting.SlaveNotAvailable || resp.Field("queueOffset") != "0" || resp.Field("msgId") == "" {
 		t.Fatalf("send without slave: %v", resp)
+	}
+	if l := logs.String(); !strings.Contains(l, `msg="send answered without a slave's acknowledgement" code=11`) ||
+		!strings.Contains(l, "slaves=0") {
+		t.Fatalf("the broker's log says nothing of the refused send:\n%s", l)
 	}
 	waitFor(t, func() bool { return m.store.MaxOffsetInQueue("HA2", 0) == 1 })
 

@@ -339,9 +339,17 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 		javaRollRate, len(js.acked), len(js.notOK), len(js.failed), js.stall.max(end).Milliseconds())
 	// A stall of either producer is a stall, so each is measured on its own.
 	stall := max(sent.max(end), js.stall.max(end))
-	if sent.longest > 2*time.Second {
-		report("go producer's longest stall: %s from %s", sent.longest.Round(time.Millisecond), sent.from.UTC().Format(time.RFC3339Nano))
-		brokerLogsAround(sent.from, sent.from.Add(sent.longest))
+	// Past the bounds, when it began and what the brokers logged around it.
+	for _, gap := range []struct {
+		what  string
+		g     *gapTracker
+		bound time.Duration
+	}{{"go producer's longest stall", &sent, 2 * time.Second}, {"java producer's longest stall", &js.stall, 2 * time.Second},
+		{"consumer's longest gap", &consumed, 5 * time.Second}} {
+		if gap.g.longest > gap.bound {
+			report("%s: %s from %s", gap.what, gap.g.longest.Round(time.Millisecond), gap.g.from.UTC().Format(time.RFC3339Nano))
+			brokerLogsAround(gap.g.from, gap.g.from.Add(gap.g.longest))
+		}
 	}
 	fmt.Printf("rolling-update: mode=%s acked=%d lost=%d longest_send_stall_ms=%d longest_consume_gap_ms=%d max_slave_disconnect_ms=%d\n",
 		mode, len(keys), lost, stall.Milliseconds(), consumed.max(end).Milliseconds(), maxDisc.Milliseconds())
