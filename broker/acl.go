@@ -48,10 +48,4 @@ func (b *Broker) watchACL() {
 	}
 }
 
-func remoteIP(conn *remoting.Conn) netip.Addr {
-	ap, err := netip.ParseAddrPort(conn.RemoteAddr())
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
-}
+func remoteIP(conn *remoting.Conn) netip.Addr { return conn.RemoteAddrPort().Addr().Unmap() }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +22,7 @@ import (
 )
 
 // sendHeader is SendMessageRequestHeader. SEND_MESSAGE_V2 and batches carry the same
-// fields under single-letter names (sendV2Names).
+// fields under single-letter names (sendV2Letters).
 type sendHeader struct {
 	ProducerGroup         string `rmq:"producerGroup,required"`
 	Topic                 string `rmq:"topic,required"`
@@ -40,30 +39,23 @@ type sendHeader struct {
 	MaxReconsumeTimes     *int32 `rmq:"maxReconsumeTimes"`
 }
 
-// sendV2Names maps SendMessageRequestHeaderV2's field letters to the V1 names; batches
-// and SEND_REPLY_MESSAGE_V2 use them too.
-var sendV2Names = map[string]string{
-	"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
-	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties",
-	"j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
+// sendV2Letters maps the V1 names of a send's fields to SendMessageRequestHeaderV2's
+// letters; batches and SEND_REPLY_MESSAGE_V2 use them too.
+var sendV2Letters = map[string]string{
+	"producerGroup": "a", "topic": "b", "defaultTopic": "c", "defaultTopicQueueNums": "d",
+	"queueId": "e", "sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i",
+	"reconsumeTimes": "j", "unitMode": "k", "maxReconsumeTimes": "l", "batch": "m", "bname": "n",
 }
 
 func decodeSendHeader(req *remoting.Command) (*sendHeader, error) {
-	src := req
+	var rename map[string]string
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
 		if _, v1 := req.ExtFields["topic"]; !v1 {
-			fields := make(map[string]string, len(req.ExtFields))
-			for k, v := range req.ExtFields {
-				if long, ok := sendV2Names[k]; ok {
-					k = long
-				}
-				fields[k] = v
-			}
-			src = &remoting.Command{ExtFields: fields}
+			rename = sendV2Letters
 		}
 	}
 	h := &sendHeader{}
-	if err := remoting.DecodeHeader(src, h); err != nil {
+	if err := remoting.DecodeHeaderRenamed(req, h, rename); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -106,7 +98,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	if resp, err := b.checkSendTarget(conn, req, h); resp != nil || err != nil {
 		return resp, err
 	}
-	born, _ := netip.ParseAddrPort(conn.RemoteAddr())
+	born := conn.RemoteAddrPort()
 
 	var msgs []*message.Message
 	if req.Code == remoting.SendBatchMessage {

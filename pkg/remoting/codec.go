@@ -429,6 +429,25 @@ func (r *binaryReader) str(n int) string {
 
 func (r *binaryReader) str32() string { return r.str(int(int32(r.u32()))) }
 
+// binaryFieldCount counts the well-formed extFields entries of b, so that the map is
+// made at its size once: growing it was a noticeable part of decoding a send.
+func binaryFieldCount(b []byte) int {
+	n := 0
+	for len(b) >= 2 {
+		k := int(int16(binary.BigEndian.Uint16(b)))
+		if b = b[2:]; k < 0 || k+4 > len(b) {
+			break
+		}
+		v := int(int32(binary.BigEndian.Uint32(b[k:])))
+		if b = b[k+4:]; v < 0 || v > len(b) {
+			break
+		}
+		b = b[v:]
+		n++
+	}
+	return n
+}
+
 func decodeBinaryHeader(b []byte) (*Command, error) {
 	r := &binaryReader{b: b, src: string(b)} // one allocation for every string
 	c := &Command{
@@ -445,7 +464,7 @@ func decodeBinaryHeader(b []byte) (*Command, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	c.ExtFields = make(map[string]string)
+	c.ExtFields = make(map[string]string, binaryFieldCount(ext.b))
 	for len(ext.b) > 0 && ext.err == nil {
 		k := ext.str(int(int16(ext.u16()))) // Java reads a signed short
 		v := ext.str32()

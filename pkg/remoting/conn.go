@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ type Conn struct {
 	cfg      connConfig
 	log      *slog.Logger
 	host     string // the peer's IP address, for per-address limits and logs
+	remote   netip.AddrPort
 	dispatch func(*Conn, *Command)
 
 	// Writes go through a queue that one goroutine, writeLoop, drains with a single
@@ -93,12 +95,14 @@ func newConn(nc net.Conn, cfg connConfig, dispatch func(*Conn, *Command)) *Conn 
 	if err != nil {
 		host = addr
 	}
+	remote, _ := netip.ParseAddrPort(addr) // zero for a peer not on IP (net.Pipe in tests)
 	c := &Conn{
 		raw:      nc,
 		nc:       nc,
 		cfg:      cfg,
 		log:      cfg.log.With("remote", addr),
 		host:     host,
+		remote:   remote,
 		dispatch: dispatch,
 		pending:  make(map[int32]chan *Command),
 		done:     make(chan struct{}),
@@ -134,6 +138,10 @@ func (c *Conn) event(ev *logEvent, args ...any) {
 
 // RemoteAddr is the peer's address as host:port.
 func (c *Conn) RemoteAddr() string { return c.raw.RemoteAddr().String() }
+
+// RemoteAddrPort is the peer's address, parsed once (every send stamps it on the
+// message as its born host); the zero AddrPort for a peer not on IP.
+func (c *Conn) RemoteAddrPort() netip.AddrPort { return c.remote }
 
 // LocalAddr is this side's address as host:port.
 func (c *Conn) LocalAddr() string { return c.raw.LocalAddr().String() }

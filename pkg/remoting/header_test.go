@@ -74,6 +74,28 @@ func TestDecodeHeaderErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// TestDecodeHeaderRenamed: fields sent under their renamed names (SEND_MESSAGE_V2's
+// letters) are read from there, others under their own names; errors name the field.
+func TestDecodeHeaderRenamed(t *testing.T) {
+	rename := map[string]string{"consumerGroup": "a", "queueId": "b", "subVersion": "c"}
+	var h pullHeader
+	if err := DecodeHeaderRenamed(&Command{ExtFields: map[string]string{"a": "g", "b": "3", "queueOffset": "9", "": "x"}}, &h, rename); err != nil {
+		t.Fatal(err)
+	}
+	if want := (pullHeader{ConsumerGroup: "g", QueueID: 3, QueueOffset: 9}); !reflect.DeepEqual(h, want) {
+		t.Fatalf("DecodeHeaderRenamed = %+v, want %+v", h, want)
+	}
+	// A renamed field sent under its own name is still found.
+	h = pullHeader{}
+	if err := DecodeHeaderRenamed(&Command{ExtFields: map[string]string{"consumerGroup": "g", "b": "1"}}, &h, rename); err != nil || h.ConsumerGroup != "g" {
+		t.Fatalf("DecodeHeaderRenamed = %+v, %v", h, err)
+	}
+	err := DecodeHeaderRenamed(&Command{ExtFields: map[string]string{"a": "g", "b": "one"}}, &h, rename)
+	if err == nil || !strings.Contains(err.Error(), "<queueId> is invalid") {
+		t.Fatalf("DecodeHeaderRenamed error %v, want one naming <queueId>", err)
+	}
+}
+
 func TestDecodeHeaderBadDestination(t *testing.T) {
 	type unexported struct {
 		topic string `rmq:"topic"`
@@ -94,9 +116,11 @@ func TestDecodeHeaderBadDestination(t *testing.T) {
 		{"unsupported kind", &unsupported{}, "<ratio>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := DecodeHeader(c, tc.dst)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("DecodeHeader error %v, want one containing %q", err, tc.want)
+			for range 2 { // the second time from the cached fields of the type
+				err := DecodeHeader(c, tc.dst)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("DecodeHeader error %v, want one containing %q", err, tc.want)
+				}
 			}
 		})
 	}
