@@ -429,11 +429,17 @@ func (r *binaryReader) str(n int) string {
 
 func (r *binaryReader) str32() string { return r.str(int(int32(r.u32()))) }
 
-// binaryFieldCount counts the well-formed extFields entries of b, so that the map is
-// made at its size once: growing it was a noticeable part of decoding a send.
+// maxFieldsHint bounds the size a header's extFields map is made at: the hint comes
+// from the peer's bytes, and a header of millions of empty entries must not buy a map
+// of millions of slots before a single one is read. Requests carry at most about 20.
+const maxFieldsHint = 32
+
+// binaryFieldCount counts the well-formed extFields entries of b, up to maxFieldsHint, so
+// that the map is made at its size once: growing it was a noticeable part of decoding a
+// send.
 func binaryFieldCount(b []byte) int {
 	n := 0
-	for len(b) >= 2 {
+	for len(b) >= 2 && n < maxFieldsHint {
 		k := int(int16(binary.BigEndian.Uint16(b)))
 		if b = b[2:]; k < 0 || k+4 > len(b) {
 			break

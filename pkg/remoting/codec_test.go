@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -489,5 +491,49 @@ func TestReadFrameAllocatesWhatArrives(t *testing.T) {
 	got, err := ReadFrame(bufio.NewReader(bytes.NewReader(frame)), DefaultMaxFrameSize)
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("large frame: %d bytes, err %v; want %d bytes back", len(got), err, len(body))
+	}
+}
+
+// TestDecodeMapHintIsBounded: the extFields map is made at a size taken from the
+// peer's bytes, never beyond maxFieldsHint: a header of a million colons or of a million
+// empty entries costs about its own size, not a map of a million slots. Headers with
+// more fields than the hint still decode whole.
+func TestDecodeMapHintIsBounded(t *testing.T) {
+	allocated := func(frame []byte) (uint64, *Command) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c, err := Decode(frame)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after.TotalAlloc - before.TotalAlloc, c
+	}
+	const big = 4 << 20
+	colons := jsonFrame(`{"code":10,"extFields":{"k":"` + strings.Repeat(":", big) + `"}}`)
+	if n, c := allocated(colons); n > 3*big || len(c.ExtFields["k"]) != big {
+		t.Errorf("a JSON header of %d colons allocated %d bytes, decoded %d bytes of value", big, n, len(c.ExtFields["k"]))
+	}
+	fixed := binaryFrame(readFixture(t, "java_binary_request")[8:])[4 : 4+17] // code .. remark length, remark empty
+	empty := make([]byte, big/6*6)                                            // entries of key "" and value ""
+	bin := binaryFrame(append(binary.BigEndian.AppendUint32(append([]byte(nil), fixed...), uint32(len(empty))), empty...))
+	if n, c := allocated(bin); n > 3*big || len(c.ExtFields) != 1 {
+		t.Errorf("a binary header of %d empty entries allocated %d bytes, decoded %d fields", big/6, n, len(c.ExtFields))
+	}
+
+	fields := map[string]string{}
+	for i := range 3 * maxFieldsHint {
+		fields[fmt.Sprintf("f%d", i)] = strconv.Itoa(i)
+	}
+	for _, ser := range []SerializeType{JSON, Binary} {
+		frame, err := Encode(&Command{Code: 10, ExtFields: fields, Serialize: ser})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Decode(frame[4:])
+		if err != nil || !maps.Equal(c.ExtFields, fields) {
+			t.Errorf("%s: %d fields decoded of %d, %v", ser, len(c.ExtFields), len(fields), err)
+		}
 	}
 }

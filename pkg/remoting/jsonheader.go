@@ -285,7 +285,7 @@ func (s *jsonScanner) stringMap() (map[string]string, bool) {
 	if hint < 0 {
 		hint = len(s.b) - s.i
 	}
-	m := make(map[string]string, bytes.Count(s.b[s.i:s.i+hint], []byte{':'}))
+	m := make(map[string]string, min(bytes.Count(s.b[s.i:s.i+hint], []byte{':'}), maxFieldsHint))
 	if s.consume('}') {
 		return m, true
 	}
