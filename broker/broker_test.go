@@ -1,14 +1,12 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -385,22 +383,4 @@ func TestShutdownHonoursItsContext(t *testing.T) {
 	if _, err := tb.store.PutMessage(&message.Message{Topic: "T", Body: []byte("x"), BornHost: netip.MustParseAddrPort("127.0.0.1:1")}); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("store still open after Shutdown: %v", err)
 	}
-}
-
-// logBuffer collects a broker's log lines for a test to read while the broker writes.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
+	"github.com/openrmq/rocketmq-operator/internal/testlog"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
@@ -98,7 +99,7 @@ func TestMasterSlaveReplication(t *testing.T) {
 // SLAVE_NOT_AVAILABLE without a slave, unless the message says WAIT=false; with a
 // slave it answers SUCCESS. The log says where replication stood.
 func TestSyncMasterWithoutSlave(t *testing.T) {
-	var logs logBuffer
+	var logs testlog.Buffer
 	m := startBrokerWith(t, "", func(c *config.Config) { c.BrokerRole = config.SyncMaster },
 		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	m.createTopic("HA2", 1)

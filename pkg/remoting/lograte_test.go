@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/internal/testlog"
 )
 
 func containsN(s, substr string, n int) bool { return strings.Count(s, substr) == n }
@@ -15,8 +17,8 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { return c.t }
 
-func testLimiter() (*logLimiter, *fakeClock, *logBuffer, *slog.Logger) {
-	logs := &logBuffer{}
+func testLimiter() (*logLimiter, *fakeClock, *testlog.Buffer, *slog.Logger) {
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	return newLogLimiter(log, clock.now), clock, logs, log
@@ -86,7 +88,7 @@ func TestLogLimiterBoundsAddresses(t *testing.T) {
 }
 
 func TestNilLogLimiterLogsEverything(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	var l *logLimiter
 	for range 3 {

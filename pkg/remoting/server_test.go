@@ -2,7 +2,6 @@ package remoting
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,40 +9,23 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/internal/testlog"
 )
-
-// logBuffer collects a test server's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 type testServer struct {
 	*Server
 	addr string
-	logs *logBuffer
+	logs *testlog.Buffer
 }
 
 // startServer serves on a loopback port until the test ends. setup registers handlers.
 func startServer(t *testing.T, cfg ServerConfig, setup func(*Server)) *testServer {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s := NewServer(cfg)
 	if setup != nil {
@@ -304,7 +286,7 @@ func TestFullPoolAnswersSystemBusy(t *testing.T) {
 func TestShutdownFinishesInFlightRequest(t *testing.T) {
 	started := make(chan struct{})
 	finish := make(chan struct{})
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	s := NewServer(ServerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	s.Handle(SendMessage, HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
 		close(started)
@@ -372,7 +354,7 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 }
 
 func TestServeSurvivesAcceptError(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	s := NewServer(ServerConfig{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	s.Handle(HeartBeat, echo, nil)
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/internal/testlog"
 	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig/tlstest"
 )
 
@@ -313,7 +314,7 @@ func TestTLSWrapListener(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			logs := &logBuffer{}
+			logs := &testlog.Buffer{}
 			wl := f.serverTLS(mode).WrapListener(ln, slog.New(slog.NewTextHandler(logs, nil)))
 			defer wl.Close()
 			served := make(chan error, 4)

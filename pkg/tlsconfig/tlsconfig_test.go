@@ -1,7 +1,6 @@
 package tlsconfig
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,33 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/internal/testlog"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
 	"github.com/openrmq/rocketmq-operator/pkg/tlsconfig/tlstest"
 )
 
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func testLogger() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
+func testLogger() (*slog.Logger, *testlog.Buffer) {
+	b := &testlog.Buffer{}
 	return slog.New(slog.NewTextHandler(b, nil)), b
 }
 
