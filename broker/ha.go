@@ -185,8 +185,8 @@ func (b *Broker) waitSlave(ctx context.Context, end int64, resp *remoting.Comman
 	}
 	// A client sees only the code; the log says where replication stood. At most a line a
 	// second: without a slave every send of a SYNC_MASTER lands here.
-	if now := time.Now().UnixNano(); now-b.slaveWaitLogged.Load() >= int64(time.Second) {
-		b.slaveWaitLogged.Store(now)
+	now, last := time.Now().UnixNano(), b.slaveWaitLogged.Load()
+	if now-last >= int64(time.Second) && b.slaveWaitLogged.CompareAndSwap(last, now) {
 		b.log.Warn("send answered without a slave's acknowledgement", "code", resp.Code, "err", err,
 			"end", end, "slaveAck", b.haServer.SlaveAckOffset(), "slaves", b.haServer.Connections())
 	}

@@ -34,8 +34,8 @@ type Conn struct {
 	tlsState atomic.Pointer[tls.ConnectionState]
 	cfg      connConfig
 	log      *slog.Logger
-	host     string // the peer's IP address, for per-address limits and logs
-	remote   netip.AddrPort
+	host     string         // the peer's IP address, for per-address limits and logs
+	remote   netip.AddrPort // the peer's address parsed; zero for a peer not on IP
 	dispatch func(*Conn, *Command)
 
 	// Writes go through a queue that one goroutine, writeLoop, drains with a single
@@ -140,7 +140,7 @@ func (c *Conn) event(ev *logEvent, args ...any) {
 func (c *Conn) RemoteAddr() string { return c.raw.RemoteAddr().String() }
 
 // RemoteAddrPort is the peer's address, parsed once (every send stamps it on the
-// message as its born host); the zero AddrPort for a peer not on IP.
+// message as its born host).
 func (c *Conn) RemoteAddrPort() netip.AddrPort { return c.remote }
 
 // LocalAddr is this side's address as host:port.

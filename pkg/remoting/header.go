@@ -76,21 +76,17 @@ func headerFieldsOf(t reflect.Type) ([]headerField, error) {
 		return cached.([]headerField), nil
 	}
 	var fields []headerField
-	var err error
 	for i := range t.NumField() {
 		name, required := parseTag(t.Field(i).Tag.Get("rmq"))
 		if name == "" {
 			continue
 		}
 		if !t.Field(i).IsExported() {
-			err = fmt.Errorf("remoting: header field %s (%s) is not exported", t.Field(i).Name, name)
-			break
+			err := fmt.Errorf("remoting: header field %s (%s) is not exported", t.Field(i).Name, name)
+			headerFields.Store(t, err)
+			return nil, err
 		}
 		fields = append(fields, headerField{index: i, name: name, required: required})
-	}
-	if err != nil {
-		headerFields.Store(t, err)
-		return nil, err
 	}
 	headerFields.Store(t, fields)
 	return fields, nil

@@ -274,7 +274,6 @@ func (s *jsonScanner) unescape(start int) (string, bool) {
 	return "", false
 }
 
-// stringMap reads an object whose values are all strings.
 // jsonFieldCount estimates the entries of the JSON object b starts in, up to
 // maxFieldsHint, so that its map is made at its size once: growing it was a noticeable
 // part of decoding a send. The colons before the first '}' are a bound good enough for a
@@ -286,6 +285,7 @@ func jsonFieldCount(b []byte) int {
 	return min(bytes.Count(b, []byte{':'}), maxFieldsHint)
 }
 
+// stringMap reads an object whose values are all strings.
 func (s *jsonScanner) stringMap() (map[string]string, bool) {
 	if !s.consume('{') {
 		return nil, false

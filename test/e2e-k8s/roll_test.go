@@ -90,6 +90,13 @@ func brokerLogsAround(from, to time.Time) {
 	}
 }
 
+// longestGap is the longest interval between events so far and when it began.
+func (g *gapTracker) longestGap() (time.Duration, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.longest, g.from
+}
+
 func (g *gapTracker) max(end time.Time) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -346,9 +353,10 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 		bound time.Duration
 	}{{"go producer's longest stall", &sent, 2 * time.Second}, {"java producer's longest stall", &js.stall, 2 * time.Second},
 		{"consumer's longest gap", &consumed, 5 * time.Second}} {
-		if gap.g.longest > gap.bound {
-			report("%s: %s from %s", gap.what, gap.g.longest.Round(time.Millisecond), gap.g.from.UTC().Format(time.RFC3339Nano))
-			brokerLogsAround(gap.g.from, gap.g.from.Add(gap.g.longest))
+		// The consumer still runs: its tracker is read under its lock.
+		if longest, from := gap.g.longestGap(); longest > gap.bound {
+			report("%s: %s from %s", gap.what, longest.Round(time.Millisecond), from.UTC().Format(time.RFC3339Nano))
+			brokerLogsAround(from, from.Add(longest))
 		}
 	}
 	fmt.Printf("rolling-update: mode=%s acked=%d lost=%d longest_send_stall_ms=%d longest_consume_gap_ms=%d max_slave_disconnect_ms=%d\n",
