@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
 	"github.com/openrmq/rocketmq-operator/pkg/names"
@@ -212,6 +214,7 @@ func (b *Broker) handleRuntimeInfo(ctx context.Context, conn *remoting.Conn, req
 	// Not Java keys: damaged commitlog ranges known, and reads that refused one.
 	table["commitLogDamagedRanges"] = strconv.Itoa(len(b.store.Damaged()))
 	table["commitLogDamagedReads"] = strconv.FormatInt(b.store.DamagedReads(), 10)
+	b.epochTable(table)
 	b.stats.table(table)
 	return withBody(req, protocol.MustEncode(map[string]any{"table": table})), nil
 }
@@ -232,6 +235,17 @@ func (b *Broker) handleUpdateBrokerConfig(ctx context.Context, conn *remoting.Co
 	m := map[string]string{}
 	for _, p := range props {
 		m[p.Key] = p.Value
+	}
+	if roleChange(m) {
+		next, err := b.cfg.WithRole(m)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.roleChange(next); err != nil {
+			return nil, err
+		}
+		b.log.Info("role change", "keys", slices.Sorted(maps.Keys(m)), "by", conn.RemoteAddr())
+		return req.NewResponse(remoting.Success, ""), nil
 	}
 	changed, err := b.cfg.Update(m)
 	if err != nil {
@@ -333,4 +347,14 @@ func (b *Broker) handleTopicConsumeByWho(ctx context.Context, conn *remoting.Con
 	}
 	slices.Sort(groups)
 	return withBody(req, protocol.MustEncode(map[string][]string{"groupList": groups})), nil
+}
+
+// roleChange reports whether an UPDATE_BROKER_CONFIG changes the role (config.RoleKeys).
+func roleChange(props map[string]string) bool {
+	for k := range props {
+		if slices.Contains(config.RoleKeys, k) {
+			return true
+		}
+	}
+	return false
 }

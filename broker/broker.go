@@ -62,6 +62,11 @@ type Broker struct {
 	haServer  *ha.Server       // master: serves the commitlog to slaves
 	haClient  *ha.Client       // slave: copies the master's commitlog
 	haSync    *ha.Synchronizer // slave: copies the master's metadata
+	epochMu   sync.Mutex
+	epochs    epochState  // the epoch history and the last rejoin cut (epoch.go)
+	fenced    atomic.Bool // a name server knows a newer master: writes refused
+	reopenMu  sync.Mutex
+	reopen    chan config.Config // Reopened: holds at most the newest request
 	// slaveWaitLogged is when waitSlave last logged a send it answered unacknowledged
 	// (unix nanoseconds).
 	slaveWaitLogged atomic.Int64
@@ -94,6 +99,7 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		locks:     lock.NewManager(),
 		opts:      opts,
 		kick:      make(chan struct{}, 1),
+		reopen:    make(chan config.Config, 1),
 		stop:      make(chan struct{}),
 		startTime: time.Now(),
 		stats:     newStats(),
@@ -147,6 +153,10 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		sc.OnGroupCommit = b.metrics.onGroupCommit
 	}
 	if b.store, err = store.Open(sc); err != nil {
+		return nil, err
+	}
+	if err := b.loadEpochs(cfg); err != nil {
+		b.store.Close()
 		return nil, err
 	}
 	b.puts = &putPath{store: b.store, wakeHA: b.notifyHA, stats: b.stats}

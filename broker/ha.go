@@ -60,6 +60,7 @@ func (b *Broker) setupHA(c *config.Config, st ha.MasterStore) {
 			HeartbeatInterval:    c.HaSendHeartbeatInterval,
 			HousekeepingInterval: c.HaHousekeepingInterval,
 			TLS:                  b.tlsClient.Config(),
+			BeforeSession:        b.checkMaster,
 			Logger:               log,
 		})
 		b.haSync = ha.NewSynchronizer(b.nsClient, metadataApplier{b}, ha.SyncConfig{

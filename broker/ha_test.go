@@ -144,13 +144,17 @@ func TestSlaveResumesAfterRestart(t *testing.T) {
 	slaveConf := func(c *config.Config) {
 		c.BrokerRole, c.BrokerID, c.HaMasterAddress, c.SlaveReadEnable = config.Slave, 1, m.HAAddr(), true
 	}
+	// The master's broker address, as startSlave gives it: the slave reads the master's
+	// epoch history there before it replicates.
 	s := startBroker(t, dir, slaveConf)
+	s.haSync.SetMasterAddr(m.addr)
 	waitFor(t, func() bool { return s.store.MaxOffsetInQueue("HA3", 0) == 1 })
 	s.stop()
 
 	send("b")
 	send("c")
 	s = startBroker(t, dir, slaveConf)
+	s.haSync.SetMasterAddr(m.addr)
 	waitFor(t, func() bool { return s.store.MaxOffsetInQueue("HA3", 0) == 3 })
 	if got, want := s.store.CommitLogMaxOffset(), m.store.CommitLogMaxOffset(); got != want {
 		t.Fatalf("slave commitlog ends at %d, master's at %d", got, want)

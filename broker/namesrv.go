@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,7 +138,7 @@ func (b *Broker) registerWith(addr string) (err error) {
 	}
 	hdr := protocol.RegisterBrokerRequestHeader{
 		BrokerName: c.BrokerName, BrokerAddr: c.BrokerAddr(), ClusterName: c.BrokerClusterName,
-		HaServerAddr: b.haServerAddr(c), BrokerID: c.BrokerID,
+		HaServerAddr: b.haServerAddr(c), BrokerID: c.BrokerID, MasterEpoch: b.registrationEpoch(c),
 		BodyCrc32: int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.RegisterBrokerTimeout)
@@ -154,6 +155,9 @@ func (b *Broker) registerWith(addr string) (err error) {
 		b.log.Warn("register broker failed", "namesrv", addr, "err", err)
 		return err
 	case resp.Code != remoting.Success:
+		if strings.HasPrefix(resp.Remark, protocol.StaleMasterRemark) {
+			b.fence(resp.Remark)
+		}
 		b.log.Warn("register broker refused", "namesrv", addr, "code", resp.Code, "remark", resp.Remark)
 		return fmt.Errorf("register broker refused by %s: code %d %s", addr, resp.Code, resp.Remark)
 	}

@@ -157,7 +157,7 @@ func (b *Broker) pushReply(ctx context.Context, conn *remoting.Conn, h *sendHead
 // storeReply puts m as 4.9.7's store would (delay levels included) and, once stored,
 // puts its id and offset in resp; a failure is only logged, as in Java.
 func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, resp *remoting.Command) {
-	if c.BrokerRole == config.Slave {
+	if b.refusesWrites(c) {
 		return // a slave's store takes the master's records only
 	}
 	if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {

@@ -91,7 +91,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	if resp := b.refuseWhenBusy(req, c); resp != nil {
 		return resp, nil
 	}
-	if c.BrokerRole == config.Slave {
+	if b.refusesWrites(c) {
 		// 4.9.7's store refuses puts on a slave (PutMessageStatus.SERVICE_NOT_AVAILABLE).
 		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master"), nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/retry"
 	"github.com/openrmq/rocketmq-operator/broker/schedule"
 	"github.com/openrmq/rocketmq-operator/pkg/message"
@@ -46,7 +45,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	if !protocol.IsWriteable(c.BrokerPermission) {
 		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1)), nil
 	}
-	if c.BrokerRole == config.Slave {
+	if b.refusesWrites(c) {
 		// 4.9.7: the slave's store refuses the put; the send-back answers SYSTEM_ERROR
 		// with the put status as remark. The client then sends the message itself.
 		return req.NewResponse(remoting.SystemError, "SERVICE_NOT_AVAILABLE"), nil

@@ -86,7 +86,7 @@ func mustSucceed(t *testing.T, resp *remoting.Command) *remoting.Command {
 // fakeBroker describes one broker registration.
 type fakeBroker struct {
 	cluster, name, addr, ha string
-	id                      int64
+	id, epoch               int64
 	topics                  map[string]*protocol.TopicConfig
 	version                 protocol.DataVersion
 }
@@ -121,7 +121,7 @@ func (b fakeBroker) request(compress bool) (*remoting.Command, error) {
 	}
 	h := protocol.RegisterBrokerRequestHeader{
 		BrokerName: b.name, BrokerAddr: b.addr, ClusterName: b.cluster, HaServerAddr: b.ha,
-		BrokerID: b.id, Compressed: compress,
+		BrokerID: b.id, Compressed: compress, MasterEpoch: b.epoch,
 	}
 	return remoting.NewRequest(remoting.RegisterBroker, remoting.EncodeHeader(&h), data), nil
 }

@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
@@ -80,9 +81,16 @@ func (n *NameServer) registerBroker(conn *remoting.Conn, req *remoting.Command) 
 	limit := n.config().MaxBrokersPerConnection
 	res, err := n.routes.register(registration{
 		cluster: h.ClusterName, brokerName: h.BrokerName, brokerAddr: h.BrokerAddr,
-		haServerAddr: h.HaServerAddr, brokerID: h.BrokerID,
+		haServerAddr: h.HaServerAddr, brokerID: h.BrokerID, masterEpoch: h.MasterEpoch,
 		topics: topics, filterServers: filters, conn: conn,
 	}, time.Now(), limit)
+	var stale *staleMasterError
+	if errors.As(err, &stale) {
+		result = regRefused
+		n.log.Warn("register broker refused: an older master than the group's", "cluster", h.ClusterName,
+			"broker", h.BrokerName, "addr", h.BrokerAddr, "masterEpoch", stale.epoch, "groupEpoch", stale.groupEpoch)
+		return req.NewResponse(remoting.SystemError, stale.Error()), nil
+	}
 	if err != nil {
 		result = regRefused
 		// A client can provoke this at will: log it at most once per interval.

@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"runtime"
 	"slices"
@@ -27,6 +28,10 @@ type brokerGroup struct {
 	data     *protocol.BrokerData
 	clusters map[string]struct{} // clusters listing the name
 	topics   map[string]struct{} // topics with queues on it
+	// epoch is the newest masterEpoch a master of the group registered with: an older
+	// master is refused (fenced). Kept in memory only: after a restart the group's master
+	// teaches it again at its next registration.
+	epoch int64
 }
 
 // routeTable is the name server's view of the clusters, like Java's RouteInfoManager.
@@ -65,6 +70,7 @@ func newRouteTable() *routeTable {
 type registration struct {
 	cluster, brokerName, brokerAddr, haServerAddr string
 	brokerID                                      int64
+	masterEpoch                                   int64
 	topics                                        *protocol.TopicConfigSerializeWrapper
 	filterServers                                 []string // nil: leave as is
 	conn                                          *remoting.Conn
@@ -79,6 +85,13 @@ type registerResult struct {
 // errConnFull refuses a new address on a connection that registered its maximum.
 var errConnFull = errors.New("namesrv: too many broker addresses registered over one connection")
 
+// staleMasterError refuses a master whose epoch is older than the group's.
+type staleMasterError struct{ epoch, groupEpoch int64 }
+
+func (e *staleMasterError) Error() string {
+	return fmt.Sprintf("%smasterEpoch %d, the group's master registered with %d", protocol.StaleMasterRemark, e.epoch, e.groupEpoch)
+}
+
 // register records a broker and, for a master whose topic table changed, its topics.
 // A connection registers at most maxPerConn distinct addresses: beyond, errConnFull.
 func (t *routeTable) register(r registration, now time.Time, maxPerConn int) (registerResult, error) {
@@ -91,6 +104,9 @@ func (t *routeTable) register(r registration, now time.Time, maxPerConn int) (re
 
 	first := false
 	g := t.groups[r.brokerName]
+	if g != nil && r.brokerID == protocol.MasterID && r.masterEpoch < g.epoch {
+		return registerResult{}, &staleMasterError{epoch: r.masterEpoch, groupEpoch: g.epoch}
+	}
 	if g == nil {
 		first = true
 		g = &brokerGroup{
@@ -99,6 +115,9 @@ func (t *routeTable) register(r registration, now time.Time, maxPerConn int) (re
 			topics:   map[string]struct{}{},
 		}
 		t.groups[r.brokerName] = g
+	}
+	if r.brokerID == protocol.MasterID {
+		g.epoch = r.masterEpoch
 	}
 	g.clusters[r.cluster] = struct{}{}
 	addToSet(t.clusters, r.cluster, r.brokerName)

@@ -281,3 +281,37 @@ func TestNameServersAreIndependent(t *testing.T) {
 		t.Errorf("ns2 routes a broker that never registered with it: %+v", rd)
 	}
 }
+
+// TestStaleMasterRefused: once a master of a group registered with an epoch, a master of
+// an older one is refused (the broker then fences itself), while the newer master, its
+// slaves and a later epoch are taken.
+func TestStaleMasterRefused(t *testing.T) {
+	ns := startNameServer(t, testConfig(t.TempDir()))
+	cl := newClient(t)
+	old := fakeBroker{cluster: "c", name: "broker-a", addr: "10.0.0.1:10911", topics: topics("T")}
+	old.register(t, cl, ns.Addr(), false)
+	promoted := fakeBroker{cluster: "c", name: "broker-a", addr: "10.0.0.2:10911", epoch: 1, topics: topics("T")}
+	promoted.register(t, cl, ns.Addr(), false)
+
+	req, err := old.request(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := send(t, cl, ns.Addr(), req)
+	if resp.Code != remoting.SystemError || !strings.HasPrefix(resp.Remark, protocol.StaleMasterRemark) {
+		t.Fatalf("the old master's registration: code %d %q, want a stale-master refusal", resp.Code, resp.Remark)
+	}
+	if bd := clusterInfo(t, cl, ns.Addr()).BrokerAddrTable["broker-a"]; bd.BrokerAddrs[0] != promoted.addr {
+		t.Fatalf("master %s, want the promoted %s", bd.BrokerAddrs[0], promoted.addr)
+	}
+	// As a slave the old master is welcome, and told where its master is.
+	old.id = 1
+	if resp := old.register(t, cl, ns.Addr(), false); resp.Field("masterAddr") != promoted.addr {
+		t.Fatalf("the old master as a slave is told masterAddr %q", resp.Field("masterAddr"))
+	}
+	old.id, old.epoch = 0, 2
+	old.register(t, cl, ns.Addr(), false)
+	if bd := clusterInfo(t, cl, ns.Addr()).BrokerAddrTable["broker-a"]; bd.BrokerAddrs[0] != old.addr {
+		t.Fatalf("master %s after epoch 2, want %s", bd.BrokerAddrs[0], old.addr)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,11 @@ type Config struct {
 	NamesrvAddr      string // namesrvAddr: name servers separated by ';'
 	BrokerRole       string // brokerRole: ASYNC_MASTER, SYNC_MASTER or SLAVE
 	BrokerPermission int    // brokerPermission: perm bits announced for all topics
+	// MasterEpoch (masterEpoch, not a Java key) is the term of mastership the operator
+	// gave this broker when it failed its group over (broker/ha.Epoch); a master records
+	// it with its commitlog end when it starts, and registers with it so that the name
+	// servers refuse an older master. 0: the group never failed over.
+	MasterEpoch int64
 
 	// Master/slave replication (package broker/ha).
 	HaMasterAddress         string        // haMasterAddress: a slave's master HA address; "" takes the name server's
@@ -306,6 +312,7 @@ func (c *Config) keys() []key {
 		{"namesrvAddr", &c.NamesrvAddr, true},
 		{"brokerRole", &c.BrokerRole, false},
 		{"brokerPermission", &c.BrokerPermission, true},
+		{"masterEpoch", &c.MasterEpoch, false},
 		{"haMasterAddress", &c.HaMasterAddress, false},
 		millis("haSendHeartbeatInterval", &c.HaSendHeartbeatInterval, false),
 		millis("haHousekeepingInterval", &c.HaHousekeepingInterval, false),
@@ -551,6 +558,8 @@ func (c *Config) Validate() error {
 		return bad("brokerClusterName", `""`, "must not be empty")
 	case c.BrokerID < 0:
 		return bad("brokerId", c.BrokerID, "must be >= 0")
+	case c.MasterEpoch < 0:
+		return bad("masterEpoch", c.MasterEpoch, "must be >= 0")
 	case c.ListenPort < 3 || c.ListenPort > 65535:
 		return bad("listenPort", c.ListenPort, "must be in 3..65535 (the fast channel uses listenPort-2)")
 	case c.AdvertisedListenPort != 0 && (c.AdvertisedListenPort < 3 || c.AdvertisedListenPort > 65535):
@@ -821,6 +830,27 @@ func (l *Live) Get() Config {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.cfg
+}
+
+// RoleKeys are a role change's keys (a failover's): not live, yet UPDATE_BROKER_CONFIG
+// may carry them, and the broker then reopens with them (Broker.Reopened).
+var RoleKeys = []string{"brokerRole", "brokerId", "masterEpoch", "haMasterAddress"}
+
+// WithRole returns the current config with props applied, where props may hold RoleKeys
+// besides live keys, without installing it: the broker reopens with it.
+func (l *Live) WithRole(props map[string]string) (Config, error) {
+	next := l.Get()
+	for k, v := range props {
+		live := !slices.Contains(RoleKeys, k)
+		known, err := next.set(k, v, live)
+		if err != nil {
+			return Config{}, err
+		}
+		if !known {
+			return Config{}, fmt.Errorf("%w: unknown key %s", ErrInvalid, k)
+		}
+	}
+	return next, next.Validate()
 }
 
 // Update applies props to a copy, validates it and installs it; keys that cannot change

@@ -42,8 +42,12 @@ type ClientConfig struct {
 	MinBackoff, MaxBackoff time.Duration
 	// TLS, when set, makes the connection to the master a TLS one (tls.enable and the
 	// tls.client.* files); the handshake shares DialTimeout.
-	TLS    *tls.Config
-	Logger *slog.Logger // [slog.Default()]
+	TLS *tls.Config
+	// BeforeSession, when set, runs before each connection to the master at addr; an
+	// error skips the connection (retried after the backoff). The broker compares epoch
+	// histories there (a stale master is not followed; a diverged tail is cut first).
+	BeforeSession func(addr string) error
+	Logger        *slog.Logger // [slog.Default()]
 }
 
 func (c *ClientConfig) setDefaults() {
@@ -225,6 +229,11 @@ func (c *Client) dial(addr string) (net.Conn, error) {
 // session runs one connection: report, then append frames until an error.
 // progressed says whether any frame was accepted.
 func (c *Client) session(addr string) (progressed bool, err error) {
+	if c.cfg.BeforeSession != nil {
+		if err := c.cfg.BeforeSession(addr); err != nil {
+			return false, err
+		}
+	}
 	nc, err := c.dial(addr)
 	if err != nil {
 		return false, err

@@ -88,6 +88,13 @@ func (s *Synchronizer) SetMasterAddr(addr string) {
 	s.mu.Unlock()
 }
 
+// MasterAddr is the master's broker address in use; "" when none is known.
+func (s *Synchronizer) MasterAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.masterAddr
+}
+
 // Start runs the sync loop in the background.
 func (s *Synchronizer) Start() {
 	s.mu.Lock()

@@ -45,9 +45,13 @@ func (s *Store) recover() error {
 		for _, r := range skipped {
 			s.damage.report(r, s.cl.describeDamage(r))
 		}
-		if err := s.cutCommitLog(end); err != nil {
+		if err := s.cutCommitLog(end, false); err != nil {
 			return err
 		}
+	}
+	cut, err := s.applyCutRequest()
+	if err != nil {
+		return err
 	}
 	wrote := s.cl.wrote.Load()
 	s.dropDamageFrom(wrote)
@@ -76,7 +80,13 @@ func (s *Store) recover() error {
 	for _, cq := range s.allQueues() {
 		cq.correctMin(minPhy)
 	}
-	return s.flushAll()
+	if err := s.flushAll(); err != nil {
+		return err
+	}
+	if cut {
+		return removeCutRequest(s.cfg.StorePathRootDir)
+	}
+	return nil
 }
 
 // resyncMinReach is how far past a failed record recovery looks for the
@@ -222,8 +232,10 @@ func (s *Store) scanCommitLog(from, reach int64) (int64, []damagedRange) {
 }
 
 // cutCommitLog makes end the commitlog tail: later segments are deleted
-// and the rest of end's segment is zeroed and synced.
-func (s *Store) cutCommitLog(end int64) error {
+// and the rest of end's segment is zeroed and synced. requested says the
+// bytes past end are whole records cut on purpose (RequestCut), not a torn
+// tail: they are not reported as damage (applyCutRequest logs them).
+func (s *Store) cutCommitLog(end int64, requested bool) error {
 	size := int64(s.cl.segSize)
 	s.cl.mu.Lock()
 	defer s.cl.mu.Unlock()
@@ -244,7 +256,7 @@ func (s *Store) cutCommitLog(end int64) error {
 			// Only the torn tail can be non-zero; check the first pages
 			// cheaply and let the filesystem zero the rest.
 			head := seg.Data[p:min(p+int64(s.cfg.MaxMessageSize), size)]
-			if !allZero(head) {
+			if !requested && !allZero(head) {
 				used := int64(lastNonZero(head) + 1)
 				lost += used
 				what = describeIn(seg, damagedRange{start: end, end: end + used})
@@ -254,6 +266,10 @@ func (s *Store) cutCommitLog(end int64) error {
 				return fmt.Errorf("%w: cut commitlog at %d: %w", ErrWriteFailed, end, err)
 			}
 		}
+	}
+	if requested {
+		s.cl.wrote.Store(end)
+		return nil
 	}
 	s.Truncated = lost
 	if lost > 0 {

@@ -63,6 +63,7 @@ type Store struct {
 	// Recovery facts, for callers and tests.
 	CleanStart bool  // the previous run shut down cleanly
 	Truncated  int64 // bytes cut from the commitlog tail at recovery
+	LastCut    Cut   // what Open cut on request (RequestCut); zero when nothing
 	// LowDiskSpace: at Open the store's volume could not hold one more
 	// commitlog segment and index file (logged as a WARN).
 	LowDiskSpace bool

@@ -25,6 +25,7 @@ import (
 
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -135,26 +136,35 @@ func run() int {
 	// (as in cmd/namesrv).
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	b, err := broker.New(cfg, broker.Options{Logger: log})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "broker:", err)
-		return 1
-	}
-	if err := b.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "broker:", err)
-		if err := b.Shutdown(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "broker: shutdown:", err)
-		}
-		return 1
+	b, code := startBroker(cfg, log, hs)
+	if b == nil {
+		return code
 	}
 	fmt.Printf("The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n",
 		cfg.BrokerName, cfg.BrokerAddr(), cfg.NamesrvAddr)
-	if hs != nil {
-		// Ready: registered with a name server; a slave also connected to its master.
-		hs.Started(b.Ready)
-	}
 
-	s := <-sig
+	// A role change (failover) or a rejoin cut reopens the broker in this process: a clean
+	// stop, then a start with the new config on the same store (broker.Reopened).
+	var s os.Signal
+	for s == nil {
+		select {
+		case s = <-sig:
+		case next := <-b.Reopened():
+			if hs != nil {
+				hs.Started(func() error { return errReopening })
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := b.Shutdown(ctx)
+			cancel()
+			if err != nil {
+				log.Error("shutdown before the reopen", "err", err)
+				return 1
+			}
+			if b, code = startBroker(&next, log, hs); b == nil {
+				return code
+			}
+		}
+	}
 	log.Info("shutting down", "signal", s.String())
 	if hs != nil {
 		hs.Stopping()
@@ -173,6 +183,30 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+var errReopening = errors.New("reopening with a new role")
+
+// startBroker opens and starts a broker; on failure it prints why and returns nil and
+// the exit code.
+func startBroker(cfg *config.Config, log *slog.Logger, hs *health.Server) (*broker.Broker, int) {
+	b, err := broker.New(cfg, broker.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		return nil, 1
+	}
+	if err := b.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		if err := b.Shutdown(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "broker: shutdown:", err)
+		}
+		return nil, 1
+	}
+	if hs != nil {
+		// Ready: registered with a name server; a slave also connected to its master.
+		hs.Started(b.Ready)
+	}
+	return b, 0
 }
 
 // defaultGOGC: the broker's live heap is a few MiB, so Go's default GOGC=100 starts a

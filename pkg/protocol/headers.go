@@ -12,7 +12,14 @@ type RegisterBrokerRequestHeader struct {
 	BrokerID     int64  `rmq:"brokerId,required"`
 	Compressed   bool   `rmq:"compressed"`
 	BodyCrc32    int32  `rmq:"bodyCrc32"` // 0: not checked
+	// MasterEpoch is not a Java field: a master's term (broker/ha.Epoch), 0 when its
+	// group never failed over. A name server refuses a master older than one it knows.
+	MasterEpoch int64 `rmq:"masterEpoch"`
 }
+
+// StaleMasterRemark starts the remark of a REGISTER_BROKER refused because the name
+// server knows a newer master of the group; the broker then fences itself.
+const StaleMasterRemark = "stale master epoch: "
 
 // RegisterBrokerResponseHeader tells a slave its master's address and HA address.
 type RegisterBrokerResponseHeader struct {
