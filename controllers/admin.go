@@ -56,6 +56,10 @@ type BrokerAdmin interface {
 	// the broker's commitlog ends.
 	CommitLogMaxOffset(ctx context.Context, addr string) (int64, error)
 
+	// RuntimeInfo is GET_BROKER_RUNTIME_INFO's table (28): for failovers, brokerRole,
+	// masterEpoch and lastEpochCut (broker/epoch.go).
+	RuntimeInfo(ctx context.Context, addr string) (map[string]string, error)
+
 	// RegisteredMembers sends GET_BROKER_CLUSTER_INFO (106) to a name server: the
 	// brokerIds of brokerName it holds a registration of, with their addresses.
 	RegisteredMembers(ctx context.Context, namesrvAddr, brokerName string) (map[int64]string, error)

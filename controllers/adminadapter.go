@@ -120,6 +120,11 @@ func (a RemotingAdmin) CommitLogMaxOffset(ctx context.Context, addr string) (int
 	return v, nil
 }
 
+// RuntimeInfo implements BrokerAdmin.
+func (a RemotingAdmin) RuntimeInfo(ctx context.Context, addr string) (map[string]string, error) {
+	return a.C.RuntimeInfo(ctx, addr)
+}
+
 // RegisteredMembers implements BrokerAdmin.
 func (a RemotingAdmin) RegisteredMembers(ctx context.Context, namesrvAddr, brokerName string) (map[int64]string, error) {
 	info, err := a.C.ClusterInfo(ctx, namesrvAddr)

@@ -78,6 +78,10 @@ type brokerState struct {
 	// the roll stands (broker_roll.go).
 	partitions map[int32]int32
 	roll       rollState
+	// switchBack is planRoll's: the groups to roll whose master moved off ordinal 0 in a
+	// failover; driveFailover moves it back first (the roll replaces ordinals from the
+	// highest down, the master last).
+	switchBack map[int32]bool
 	// loadBalancersPending is applyChildren's: the pod Services that wait for a
 	// load-balancer IP, holding their groups; "" when none.
 	loadBalancersPending string
@@ -129,6 +133,7 @@ func (r *BrokerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		{"ObservePodsFailed", r.observePods},
 		{"MembersUnobserved", r.observeMembers},
 		{"RollPlanFailed", r.planRoll},
+		{"FailoverFailed", r.driveFailover},
 		{"ApplyFailed", r.applyChildren},
 		{"TLSCheckFailed", r.checkTLS},
 		{"ScaleInFailed", r.scaleIn},

@@ -55,11 +55,15 @@ func (r *BrokerReconciler) observeMembers(ctx context.Context, br *v1alpha1.Brok
 	}
 	st.requeueWithin(replicationRefresh)
 	for g := range br.Spec.Groups {
-		if !podReady(st.pods[resource.BrokerPodName(br, g, 0)]) {
+		m := resource.BrokerMasterOrdinal(br, g)
+		if !podReady(st.pods[resource.BrokerPodName(br, g, m)]) {
 			continue
 		}
 		slaves := map[string]int64{}
-		for id := int32(1); id < br.Spec.ReplicasPerGroup; id++ {
+		for id := range br.Spec.ReplicasPerGroup {
+			if id == m {
+				continue
+			}
 			pod := resource.BrokerPodName(br, g, id)
 			if !podReady(st.pods[pod]) {
 				continue
@@ -78,7 +82,7 @@ func (r *BrokerReconciler) observeMembers(ctx context.Context, br *v1alpha1.Brok
 		if len(slaves) == 0 {
 			continue
 		}
-		masterOff, err := st.access.Admin.CommitLogMaxOffset(ctx, resource.BrokerMemberAddress(br, g, 0))
+		masterOff, err := st.access.Admin.CommitLogMaxOffset(ctx, resource.BrokerMasterAddress(br, g))
 		for pod, off := range slaves {
 			if err != nil {
 				st.lag[pod] = slaveLag{err: fmt.Errorf("its master: %w", err)}
@@ -114,7 +118,7 @@ func (r *BrokerReconciler) observeRegistrations(ctx context.Context, br *v1alpha
 				if _, dup := st.unregistered[pod]; dup {
 					continue // the first name server's answer says enough
 				}
-				switch _, ok := held[int64(id)]; {
+				switch _, ok := held[int64(resource.BrokerID(br, g, id))]; {
 				case err != nil:
 					st.unregistered[pod] = fmt.Sprintf("registration at %s unknown: %v", ns, err)
 				case !ok:

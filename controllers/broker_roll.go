@@ -95,6 +95,7 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 	st.partitions = map[int32]int32{}
 	st.roll = rollState{phase: map[int32]v1alpha1.RollPhase{}, stepped: map[int32]*metav1.Time{},
 		current: map[int32]bool{}, stepAside: -1}
+	st.switchBack = map[int32]bool{}
 	previous := map[int32]v1alpha1.RollPhase{}
 	for i, gs := range br.Status.Groups {
 		if gs.MasterSteppedAsideAt != nil {
@@ -128,6 +129,14 @@ func (r *BrokerReconciler) planRoll(ctx context.Context, br *v1alpha1.Broker, st
 			}
 			st.roll.phase[g.index] = previous[g.index]
 			st.roll.message = fmt.Sprintf("group %s: waiting for its StatefulSet to take the last change", resource.BrokerName(g.index))
+			continue
+		}
+		if gs := resource.BrokerGroupStatusOf(br, g.index); gs != nil && (inProgress(gs.Failover) || gs.MasterOrdinal != 0 && len(g.outdated) > 0) {
+			// A failover moves the master; the roll goes on once the old master rejoined,
+			// from ordinal 0 again: the partition replaces the highest ordinals first, the
+			// master last.
+			st.roll.message = fmt.Sprintf("group %s: failing over (%s)", resource.BrokerName(g.index), failoverMessage(gs))
+			st.switchBack[g.index] = gs.Failover == nil || gs.Failover.Phase == v1alpha1.FailoverDone
 			continue
 		}
 		if len(g.outdated) > 0 {

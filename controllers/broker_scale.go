@@ -135,7 +135,7 @@ func (r *BrokerReconciler) drain(ctx context.Context, br *v1alpha1.Broker, st *b
 	if err := st.access.err(); err != nil {
 		return -1, fmt.Sprintf("group %s: cannot be drained: %v (%s)", name, err, since)
 	}
-	master := resource.BrokerMemberAddress(br, idx, 0)
+	master := resource.BrokerMasterAddress(br, idx)
 	if err := st.access.Admin.UpdateBrokerConfig(ctx, master, map[string]string{"brokerPermission": readOnlyPermission}); err != nil {
 		return -1, fmt.Sprintf("group %s: its master could not be made read-only: %v (%s)", name, err, since)
 	}
@@ -215,7 +215,7 @@ func (r *BrokerReconciler) restoreWrite(ctx context.Context, br *v1alpha1.Broker
 	if p, ok := br.Spec.Config["brokerPermission"]; ok {
 		perm = p
 	}
-	return st.access.Admin.UpdateBrokerConfig(ctx, resource.BrokerMemberAddress(br, idx, 0),
+	return st.access.Admin.UpdateBrokerConfig(ctx, resource.BrokerMasterAddress(br, idx),
 		map[string]string{"brokerPermission": perm})
 }
 

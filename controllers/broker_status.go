@@ -50,17 +50,22 @@ func (r *BrokerReconciler) observeWorkloads(ctx context.Context, br *v1alpha1.Br
 		sets = append(sets, sts)
 		ready += sts.Status.ReadyReplicas
 		gs := v1alpha1.BrokerGroupStatus{BrokerName: resource.BrokerName(g)}
-		for id := range br.Spec.ReplicasPerGroup {
+		if prev := resource.BrokerGroupStatusOf(br, g); prev != nil {
+			// The record of failovers: what the pods' roles follow.
+			gs.MasterOrdinal, gs.Epoch = prev.MasterOrdinal, prev.Epoch
+			gs.MasterUnavailableSince, gs.Failover = prev.MasterUnavailableSince, prev.Failover
+		}
+		for ordinal := range br.Spec.ReplicasPerGroup {
 			m := v1alpha1.BrokerMember{
-				BrokerID: id,
-				Pod:      resource.BrokerPodName(br, g, id),
-				Address:  resource.BrokerMemberAddress(br, g, id),
+				BrokerID: resource.BrokerID(br, g, ordinal),
+				Pod:      resource.BrokerPodName(br, g, ordinal),
+				Address:  resource.BrokerMemberAddress(br, g, ordinal),
 			}
 			m.Ready = podReady(st.pods[m.Pod])
 			if l, ok := st.lag[m.Pod]; ok && l.err == nil {
 				m.LagBytes = &l.bytes
 			}
-			if id == 0 {
+			if m.BrokerID == 0 {
 				gs.Master = &m
 			} else {
 				gs.Slaves = append(gs.Slaves, m)

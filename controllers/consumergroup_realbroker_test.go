@@ -193,6 +193,10 @@ func (r routedAdmin) CommitLogMaxOffset(ctx context.Context, addr string) (int64
 	return r(addr).CommitLogMaxOffset(ctx, addr)
 }
 
+func (r routedAdmin) RuntimeInfo(ctx context.Context, addr string) (map[string]string, error) {
+	return r(addr).RuntimeInfo(ctx, addr)
+}
+
 func (r routedAdmin) RegisteredMembers(ctx context.Context, namesrvAddr, brokerName string) (map[int64]string, error) {
 	return r(namesrvAddr).RegisteredMembers(ctx, namesrvAddr, brokerName)
 }

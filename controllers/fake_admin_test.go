@@ -29,6 +29,10 @@ type fakeAdmin struct {
 	// commitLogMaxOffset (0 when not set).
 	groups  map[string][]string
 	offsets map[string]int64
+	// runtime: addr -> GET_BROKER_RUNTIME_INFO keys beyond commitLogMaxOffset; a role
+	// change (UpdateBrokerConfig with brokerRole) updates brokerRole and masterEpoch as
+	// the broker would once it reopened.
+	runtime map[string]map[string]string
 	// unregistered: "namesrv brokerName id" entries the fake name servers do not hold;
 	// they hold every other member (ids 0-4) of every group.
 	unregistered map[string]bool
@@ -73,7 +77,8 @@ func (f *fakeAdmin) root() *fakeAdmin {
 func newFakeAdmin() *fakeAdmin {
 	return &fakeAdmin{stats: map[string][]QueueOffset{}, fail: map[string]error{},
 		topics: map[string]map[string]TopicConfig{}, kv: map[string]string{}, accounts: map[string]string{},
-		groups: map[string][]string{}, offsets: map[string]int64{}, unregistered: map[string]bool{}}
+		groups: map[string][]string{}, offsets: map[string]int64{}, unregistered: map[string]bool{},
+		runtime: map[string]map[string]string{}}
 }
 
 func (f *fakeAdmin) record(method, addr, format string, args ...any) error {
@@ -110,7 +115,50 @@ func (f *fakeAdmin) setFail(method string, err error) {
 }
 
 func (f *fakeAdmin) UpdateBrokerConfig(_ context.Context, addr string, props map[string]string) error {
-	return f.record("UpdateBrokerConfig", addr, "%v", props)
+	if err := f.record("UpdateBrokerConfig", addr, "%v", props); err != nil {
+		return err
+	}
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if role, ok := props["brokerRole"]; ok {
+		rt := r.runtimeOf(addr)
+		rt["brokerRole"] = role
+		if e, ok := props["masterEpoch"]; ok {
+			rt["masterEpoch"] = e
+		}
+	}
+	return nil
+}
+
+// runtimeOf is addr's runtime table, created; r.mu held.
+func (f *fakeAdmin) runtimeOf(addr string) map[string]string {
+	rt := f.runtime[addr]
+	if rt == nil {
+		rt = map[string]string{}
+		f.runtime[addr] = rt
+	}
+	return rt
+}
+
+func (f *fakeAdmin) setRuntime(addr, key, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runtimeOf(addr)[key] = value
+}
+
+func (f *fakeAdmin) RuntimeInfo(_ context.Context, addr string) (map[string]string, error) {
+	r := f.root()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.fail["RuntimeInfo"]; err != nil {
+		return nil, err
+	}
+	out := map[string]string{"commitLogMaxOffset": fmt.Sprint(r.offsets[addr])}
+	for k, v := range r.runtime[addr] {
+		out[k] = v
+	}
+	return out, nil
 }
 
 func (f *fakeAdmin) CreateOrUpdateSubscriptionGroup(_ context.Context, addr string, cfg SubscriptionGroup) error {

@@ -19,6 +19,7 @@ type FlushDiskType string
 // +kubebuilder:validation:XValidation:rule="self.brokerRole != 'SYNC_MASTER' || self.replicasPerGroup >= 2",message="brokerRole SYNC_MASTER needs replicasPerGroup >= 2 (a master waits for a slave on every write)"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.config) || self.config.all(k, !k.startsWith('tls.') && k != 'useTLS')",message="with spec.tls, config must not set tls.* keys or useTLS: spec.tls sets them"
 // +kubebuilder:validation:XValidation:rule="!has(self.expose) || self.expose.type != 'NodePort' || !has(self.expose.nodePort) || self.expose.nodePort.firstPort + 15 * (self.groups - 1) + 3 * self.replicasPerGroup - 1 <= 32767",message="expose.nodePort.firstPort leaves too few node ports: the last pod of the last group takes up to firstPort + 15*(groups-1) + 3*replicasPerGroup - 1, at most 32767"
+// +kubebuilder:validation:XValidation:rule="!has(self.failover) || !has(self.failover.mode) || self.failover.mode == 'Disabled' || self.replicasPerGroup >= 2",message="failover needs replicasPerGroup >= 2: a slave to promote"
 type BrokerSpec struct {
 	ContainerSpec `json:",inline"`
 
@@ -94,6 +95,12 @@ type BrokerSpec struct {
 	// Rollout says how the operator rolls a change out to running pods (see BrokerRollout).
 	// +optional
 	Rollout *BrokerRollout `json:"rollout,omitempty"`
+
+	// Failover says whether the operator replaces a group's master by its most
+	// up-to-date slave (see BrokerFailover). Without it, as in RocketMQ 4.x, a group whose
+	// master is gone serves reads only until the master is back.
+	// +optional
+	Failover *BrokerFailover `json:"failover,omitempty"`
 
 	// ScaleIn says how a group removed by lowering groups leaves (see BrokerScaleIn).
 	// +optional
@@ -234,7 +241,9 @@ type BrokerStorage struct {
 
 // BrokerMember is one pod of a broker group.
 type BrokerMember struct {
-	// brokerId: 0 for the master, 1..N for slaves; equal to the pod ordinal.
+	// brokerId: 0 for the master, 1..N for slaves: the pod ordinal, except after a
+	// failover, when the master (ordinal masterOrdinal) and the pod of ordinal 0 swap
+	// theirs.
 	BrokerID int32  `json:"brokerId"`
 	Pod      string `json:"pod"`
 	// Address is host:port of the pod's stable DNS name.
@@ -262,6 +271,21 @@ type BrokerGroupStatus struct {
 	// the name servers, before restarting it; cleared once the master is back.
 	// +optional
 	MasterSteppedAsideAt *metav1.Time `json:"masterSteppedAsideAt,omitempty"`
+	// MasterOrdinal is the ordinal of the group's master pod: 0 until a failover moves
+	// it. The pods' rendered roles and the HA Service follow it.
+	// +optional
+	MasterOrdinal int32 `json:"masterOrdinal,omitempty"`
+	// Epoch is the master's term: 0 until the group's first failover, then one more at
+	// each.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+	// MasterUnavailableSince is when the operator first saw the master's pod not Ready,
+	// for Automatic failover; cleared once it is Ready.
+	// +optional
+	MasterUnavailableSince *metav1.Time `json:"masterUnavailableSince,omitempty"`
+	// Failover is the group's latest failover.
+	// +optional
+	Failover *GroupFailover `json:"failover,omitempty"`
 }
 
 // BrokerRollout tunes how a change reaches running pods. The operator rolls one group
@@ -334,6 +358,87 @@ const (
 	RollMasterSteppingAside RollPhase = "MasterSteppingAside" // the master is left without write permission
 	RollMaster              RollPhase = "Master"              // the master is being replaced
 )
+
+// FailoverMode says when the operator fails a group over.
+// +kubebuilder:validation:Enum=Disabled;Manual;Automatic
+type FailoverMode string
+
+const (
+	// FailoverDisabled: a group whose master is gone is read-only until it is back.
+	FailoverDisabled FailoverMode = "Disabled"
+	// FailoverManual: a group fails over when the Broker's FailoverAnnotation names it.
+	FailoverManual FailoverMode = "Manual"
+	// FailoverAutomatic: as Manual, and also once a master has been unavailable for
+	// afterSeconds.
+	FailoverAutomatic FailoverMode = "Automatic"
+)
+
+// FailoverAnnotation on a Broker asks for a planned failover of the group it names
+// (brokerName, "broker-a"), under Manual and Automatic: the master stops taking writes,
+// its most up-to-date slave catches up with it and becomes master, and the old master
+// becomes its slave. The operator removes the annotation once the failover is done (or
+// refused, with an Event saying why).
+const FailoverAnnotation = "rocketmq.openrmq.io/failover"
+
+// BrokerFailover: a failover fences the old master (its write permission withdrawn at
+// the name servers; a master that comes back older than the group's epoch is refused by
+// them and refuses writes), promotes the Ready slave with the highest commitlog offset
+// at run time with the next epoch, points the group's HA Service at it, and lets the old
+// master rejoin as a slave: it cuts what it wrote past the new epoch's start (reported in
+// an Event) before replicating. Under SYNC_MASTER every acknowledged message is on the
+// promoted slave: a send is acknowledged only once a slave has it, and the slave chosen
+// holds the most.
+type BrokerFailover struct {
+	// +kubebuilder:default=Disabled
+	// +optional
+	Mode FailoverMode `json:"mode,omitempty"`
+	// AfterSeconds is how long a master must have been unavailable (its pod not Ready)
+	// before Automatic fails its group over.
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	AfterSeconds int32 `json:"afterSeconds,omitempty"`
+}
+
+// FailoverPhase is where a group's failover stands.
+type FailoverPhase string
+
+const (
+	// FailoverFencing: the old master's writes are being stopped, and the chosen slave
+	// catches up with it when the old master still serves.
+	FailoverFencing FailoverPhase = "Fencing"
+	// FailoverPromoting: the chosen slave is being made master of the new epoch.
+	FailoverPromoting FailoverPhase = "Promoting"
+	// FailoverRejoining: the new master serves; the old master is being made its slave.
+	FailoverRejoining FailoverPhase = "Rejoining"
+	// FailoverDone: the old master replicates from the new one (or is still away).
+	FailoverDone FailoverPhase = "Done"
+)
+
+// GroupFailover is a group's latest failover.
+type GroupFailover struct {
+	// Trigger is Manual (the annotation) or Automatic.
+	Trigger FailoverMode  `json:"trigger"`
+	Phase   FailoverPhase `json:"phase"`
+	// From and To are the ordinals of the old and the new master's pods.
+	From int32 `json:"from"`
+	To   int32 `json:"to"`
+	// Epoch is the new master's epoch; StartOffset the commitlog offset it began at.
+	Epoch int64 `json:"epoch"`
+	// +optional
+	StartOffset *int64 `json:"startOffset,omitempty"`
+	// OldMasterExtraBytes is how many commitlog bytes the old master held past
+	// StartOffset, cut when it rejoined; unset until it has.
+	// +optional
+	OldMasterExtraBytes *int64      `json:"oldMasterExtraBytes,omitempty"`
+	StartedAt           metav1.Time `json:"startedAt"`
+	// WritesBackAt is when the new master took writes.
+	// +optional
+	WritesBackAt *metav1.Time `json:"writesBackAt,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
 
 // BrokerStatus is the observed state of a broker cluster.
 type BrokerStatus struct {

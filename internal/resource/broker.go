@@ -175,6 +175,11 @@ func BrokerMemberAddress(br *v1alpha1.Broker, i, id int32) string {
 		BrokerGroupName(br, i), br.Namespace, br.Spec.ListenPort)
 }
 
+// BrokerMasterAddress is host:port of group i's master pod's stable DNS name.
+func BrokerMasterAddress(br *v1alpha1.Broker, i int32) string {
+	return BrokerMemberAddress(br, i, BrokerMasterOrdinal(br, i))
+}
+
 // BrokerMasterHAAddress is group i's master's HA port (listenPort+1) at the group's HA
 // Service's DNS name: a ClusterIP that routes to the master also while it is not Ready.
 func BrokerMasterHAAddress(br *v1alpha1.Broker, i int32) string {
@@ -284,16 +289,55 @@ func BrokerConf(br *v1alpha1.Broker, i int32) string {
 // BrokerMetricsPort is the brokers' metrics port, and whether they serve metrics.
 func BrokerMetricsPort(br *v1alpha1.Broker) (int32, bool) { return metricsPort(br.Spec.Config) }
 
-// BrokerPodConf is the broker.conf of one pod: the group's keys plus brokerId (the pod
-// ordinal) and brokerRole (the master role for ordinal 0, SLAVE otherwise). The image is
+// BrokerPodConf is the broker.conf of one pod: the group's keys plus brokerId and
+// brokerRole, which follow the status (BrokerID: the master role, brokerId 0 and the
+// group's epoch for the pod of ordinal masterOrdinal, SLAVE for the others). The image is
 // distroless, so there is no start script: the ConfigMap holds one file per pod, named after
-// the pod, and the container picks its own with $(POD_NAME) in its command.
-func BrokerPodConf(br *v1alpha1.Broker, i, id int32) string {
-	role := "SLAVE"
-	if id == 0 {
-		role = string(br.Spec.BrokerRole)
+// the pod, and the container picks its own with $(POD_NAME) in its command. A failover
+// changes running brokers' roles at run time; the files say what a restart reads.
+func BrokerPodConf(br *v1alpha1.Broker, i, ordinal int32) string {
+	id := BrokerID(br, i, ordinal)
+	if id != 0 {
+		return BrokerConf(br, i) + fmt.Sprintf("brokerId=%d\nbrokerRole=SLAVE\n", id)
 	}
-	return BrokerConf(br, i) + fmt.Sprintf("brokerId=%d\nbrokerRole=%s\n", id, role)
+	conf := BrokerConf(br, i) + fmt.Sprintf("brokerId=0\nbrokerRole=%s\n", br.Spec.BrokerRole)
+	if g := BrokerGroupStatusOf(br, i); g != nil && g.Epoch > 0 {
+		conf += fmt.Sprintf("masterEpoch=%d\n", g.Epoch)
+	}
+	return conf
+}
+
+// BrokerGroupStatusOf is group i's entry in the status; nil before the first one.
+func BrokerGroupStatusOf(br *v1alpha1.Broker, i int32) *v1alpha1.BrokerGroupStatus {
+	name := BrokerName(i)
+	for k := range br.Status.Groups {
+		if br.Status.Groups[k].BrokerName == name {
+			return &br.Status.Groups[k]
+		}
+	}
+	return nil
+}
+
+// BrokerMasterOrdinal is the ordinal of group i's master pod: 0 until a failover moves
+// it (status.groups[].masterOrdinal).
+func BrokerMasterOrdinal(br *v1alpha1.Broker, i int32) int32 {
+	if g := BrokerGroupStatusOf(br, i); g != nil {
+		return g.MasterOrdinal
+	}
+	return 0
+}
+
+// BrokerID is the brokerId of group i's pod of ordinal ordinal: 0 for the master; the
+// master's ordinal for the pod of ordinal 0 once a failover moved the master (they swap);
+// the ordinal for the others.
+func BrokerID(br *v1alpha1.Broker, i, ordinal int32) int32 {
+	switch m := BrokerMasterOrdinal(br, i); ordinal {
+	case m:
+		return 0
+	case 0:
+		return m
+	}
+	return ordinal
 }
 
 // BrokerConfigHash changes with the group's config, the master role and, with expose

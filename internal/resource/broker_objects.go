@@ -134,7 +134,7 @@ func (b *brokerHAService) Update(obj client.Object) error {
 	svc.Labels = merge(svc.Labels, b.labels())
 	svc.Spec.Type = corev1.ServiceTypeClusterIP
 	sel := b.selector()
-	sel[podNameLabel] = BrokerPodName(b.Instance, b.index, 0)
+	sel[podNameLabel] = BrokerPodName(b.Instance, b.index, BrokerMasterOrdinal(b.Instance, b.index))
 	svc.Spec.Selector = sel
 	svc.Spec.PublishNotReadyAddresses = true
 	svc.Spec.Ports = nil
