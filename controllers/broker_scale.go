@@ -77,7 +77,8 @@ func (r *BrokerReconciler) scaleIn(ctx context.Context, br *v1alpha1.Broker, st 
 		name := resource.BrokerName(idx)
 		d, known := was[name]
 		if !known {
-			d = v1alpha1.DrainingGroup{BrokerName: name, Since: metav1.NewTime(r.clock()), Unconsumed: -1}
+			d = v1alpha1.DrainingGroup{BrokerName: name, Since: metav1.NewTime(r.clock()), Unconsumed: -1,
+				MasterOrdinal: resource.BrokerMasterOrdinal(br, idx)}
 		}
 		left, wait := r.drain(ctx, br, st, idx, &d, !known)
 		timeout, bounded := drainTimeout(br)

@@ -341,6 +341,10 @@ type DrainingGroup struct {
 	// Unconsumed is how many of the group's messages consumer groups had not consumed at
 	// the last look; -1 when the operator could not tell.
 	Unconsumed int64 `json:"unconsumed"`
+	// MasterOrdinal is the group's masterOrdinal when it began to drain: its
+	// status.groups entry is gone.
+	// +optional
+	MasterOrdinal int32 `json:"masterOrdinal,omitempty"`
 }
 
 // ConditionScaleIn, on a Broker whose groups were lowered, says whether groups still

@@ -319,10 +319,15 @@ func BrokerGroupStatusOf(br *v1alpha1.Broker, i int32) *v1alpha1.BrokerGroupStat
 }
 
 // BrokerMasterOrdinal is the ordinal of group i's master pod: 0 until a failover moves
-// it (status.groups[].masterOrdinal).
+// it (status.groups[].masterOrdinal, or status.draining[] for a group scaled in).
 func BrokerMasterOrdinal(br *v1alpha1.Broker, i int32) int32 {
 	if g := BrokerGroupStatusOf(br, i); g != nil {
 		return g.MasterOrdinal
+	}
+	for _, d := range br.Status.Draining {
+		if d.BrokerName == BrokerName(i) {
+			return d.MasterOrdinal
+		}
 	}
 	return 0
 }

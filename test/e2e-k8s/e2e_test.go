@@ -462,6 +462,14 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		measureImageRoll(strings.Split(nsAddr, ";"), "-roll-sync")
 	})
 
+	It("fails a group over automatically when its master cannot restart, and loses no acknowledged message", func() {
+		measureAutomaticFailover(strings.Split(nsAddr, ";"), "broker-a")
+	})
+
+	It("fails a healthy group over by the annotation under load, with sends stalling at most 5 s", func() {
+		measureManualFailover(strings.Split(nsAddr, ";"), "broker-b")
+	})
+
 	It("scales a group in only after its messages are consumed, and out again", func() {
 		scaleInAfterConsumed(strings.Split(nsAddr, ";"))
 	})
