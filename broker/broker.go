@@ -65,8 +65,11 @@ type Broker struct {
 	epochMu   sync.Mutex
 	epochs    epochState  // the epoch history and the last rejoin cut (epoch.go)
 	fenced    atomic.Bool // a name server knows a newer master: writes refused
-	reopenMu  sync.Mutex
-	reopen    chan config.Config // Reopened: holds at most the newest request
+	// followsMaster: a slave's epoch check passed (checkMaster); until then it keeps its
+	// own consumer offsets, which handOverOffsets may still need.
+	followsMaster atomic.Bool
+	reopenMu      sync.Mutex
+	reopen        chan config.Config // Reopened: holds at most the newest request
 	// slaveWaitLogged is when waitSlave last logged a send it answered unacknowledged
 	// (unix nanoseconds).
 	slaveWaitLogged atomic.Int64

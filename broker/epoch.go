@@ -11,6 +11,7 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/broker/config"
 	"github.com/openrmq/rocketmq-operator/broker/ha"
+	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/broker/store"
 	"github.com/openrmq/rocketmq-operator/pkg/atomicfile"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
@@ -185,6 +186,11 @@ func (b *Broker) checkMaster(haAddr string) error {
 		b.requestReopen(b.cfg.Get(), "rejoin cut")
 		return errRejoinCut
 	}
+	if master.Last().Epoch > local.Last().Epoch {
+		if err := b.handOverOffsets(addr); err != nil {
+			return fmt.Errorf("hand consumer offsets over to the master at %s: %w", addr, err)
+		}
+	}
 	// Learn the master's epochs: this broker may be promoted some day.
 	if master.String() != local.String() && len(master) > 0 {
 		b.epochMu.Lock()
@@ -195,7 +201,55 @@ func (b *Broker) checkMaster(haAddr string) error {
 			b.epochs = st
 		}
 		b.epochMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	b.followsMaster.Store(true)
+	return nil
+}
+
+// handOverOffsets runs when this slave first follows a master of a newer epoch than its
+// own (the old master rejoining, or another slave of a group that failed over): the
+// consumer offsets it holds above the master's are committed to the master, capped at
+// its queues' ends (what it cut is gone, and the master's messages past there are
+// others), before the synchronizer replaces its table with the master's (followsMaster).
+// A consumer that committed to the old master after the last sync then resumes where it
+// was, not where that sync left the new master.
+func (b *Broker) handOverOffsets(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.GetAllConsumerOffset, nil, nil))
+	if err != nil {
 		return err
+	}
+	if resp.Code != remoting.Success {
+		return fmt.Errorf("GET_ALL_CONSUMER_OFFSET: code %d: %s", resp.Code, resp.Remark)
+	}
+	var theirs struct {
+		OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
+	}
+	if err := protocol.Decode(resp.Body, &theirs); err != nil {
+		return err
+	}
+	handed := 0
+	for _, q := range b.offsets.AppendAll(nil) {
+		off := min(q.Offset, b.store.MaxOffsetInQueue(q.Topic, q.QueueID))
+		if master, ok := theirs.OffsetTable[q.Topic+metadata.OffsetKeySeparator+q.Group][q.QueueID]; ok && off <= master {
+			continue
+		}
+		h := consumerOffsetHeader{ConsumerGroup: q.Group, Topic: q.Topic, QueueID: q.QueueID, CommitOffset: off}
+		resp, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.UpdateConsumerOffset, remoting.EncodeHeader(&h), nil))
+		if err != nil {
+			return err
+		}
+		if resp.Code != remoting.Success {
+			return fmt.Errorf("UPDATE_CONSUMER_OFFSET %s %s %d: code %d: %s", q.Group, q.Topic, q.QueueID, resp.Code, resp.Remark)
+		}
+		handed++
+	}
+	if handed > 0 {
+		b.log.Info("consumer offsets above the new master's handed over to it", "queues", handed, "master", addr)
 	}
 	return nil
 }

@@ -92,6 +92,9 @@ func TestFailoverPromoteFenceRejoin(t *testing.T) {
 	waitFor(t, func() bool { return b.store.CommitLogMaxOffset() == a.store.CommitLogMaxOffset() })
 	b.stop()
 	send(a, 10, 5) // never replicated
+	// A consumer committed to the old master after the slave's last sync, up to m12, one
+	// of the messages the new master never gets.
+	a.offsets.Commit("g", "F", 0, 12)
 	oldEnd := a.store.CommitLogMaxOffset()
 	aConfig := a.Config()
 	a.stop() // the master is lost
@@ -149,6 +152,9 @@ func TestFailoverPromoteFenceRejoin(t *testing.T) {
 		t.Fatalf("the rejoined slave's history %q is not the master's", got)
 	}
 	waitFor(t, func() bool { return old.store.MaxOffsetInQueue("F", 0) == 13 })
+	// The old master's offset is handed over, capped at what survived its cut (10): the
+	// new master's 10, 11, 12 are other messages, m100 to m102.
+	waitFor(t, func() bool { return b.offsets.Query("g", "F", 0) == 10 })
 	resp := old.invoke(remoting.PullMessage, pullFields("g", "F", 0, 0, pullSubscription, "*"), nil)
 	if resp.Code != remoting.Success {
 		t.Fatalf("pull from the rejoined slave: %v", resp)

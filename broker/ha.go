@@ -177,6 +177,8 @@ func (b *Broker) waitSlave(ctx context.Context, end int64, resp *remoting.Comman
 	switch {
 	case err == nil:
 		return
+	case errors.Is(err, ha.ErrSlaveNotAvailable) && b.cfg.Get().SyncMasterAcksAlone:
+		return // no slave to wait for: acknowledged alone (a group after a failover)
 	case errors.Is(err, ha.ErrSlaveNotAvailable):
 		resp.Code, resp.Remark = remoting.SlaveNotAvailable, "slave not available"
 	case errors.Is(err, ha.ErrSlaveTimeout):
@@ -234,6 +236,9 @@ func (a metadataApplier) ApplyTopicConfig(body []byte) error {
 }
 
 func (a metadataApplier) ApplyConsumerOffsets(body []byte) error {
+	if !a.b.followsMaster.Load() {
+		return nil // not before the epoch check: see handOverOffsets
+	}
 	var w struct {
 		OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
 	}

@@ -160,3 +160,21 @@ func TestSlaveResumesAfterRestart(t *testing.T) {
 		t.Fatalf("slave commitlog ends at %d, master's at %d", got, want)
 	}
 }
+
+// TestSyncMasterAcksAlone: with syncMasterAcksAlone a SYNC_MASTER without a slave answers
+// SEND_OK; with a slave it still waits for it.
+func TestSyncMasterAcksAlone(t *testing.T) {
+	m := startBroker(t, "", func(c *config.Config) { c.BrokerRole, c.SyncMasterAcksAlone = config.SyncMaster, true })
+	m.createTopic("HA5", 1)
+	if resp := m.sendV2("HA5", 0, "t", "alone"); resp.Code != remoting.Success {
+		t.Fatalf("send without a slave: %v", resp)
+	}
+	s := startSlave(t, m, nil)
+	waitFor(t, func() bool { return m.haServer.Connections() == 1 })
+	if resp := m.sendV2("HA5", 0, "t", "with-slave"); resp.Code != remoting.Success {
+		t.Fatalf("send with a slave: %v", resp)
+	}
+	if got, want := s.store.CommitLogMaxOffset(), m.store.CommitLogMaxOffset(); got != want {
+		t.Fatalf("a send was answered before the slave had it: slave at %d, master at %d", got, want)
+	}
+}

@@ -344,10 +344,16 @@ func (r *BrokerReconciler) promote(ctx context.Context, br *v1alpha1.Broker, st 
 		}
 		return r.rejoin(ctx, br, st, g, gs)
 	}
-	return st.access.Admin.UpdateBrokerConfig(ctx, addr, map[string]string{
+	props := map[string]string{
 		"brokerRole": string(br.Spec.BrokerRole), "brokerId": "0", "masterEpoch": strconv.FormatInt(f.Epoch, 10),
 		"brokerPermission": configuredPermission(br),
-	})
+	}
+	if br.Spec.BrokerRole == v1alpha1.SyncMaster {
+		// Its slave is the old master, gone or about to reopen: until it replicates
+		// again the group takes writes acknowledged by its master alone.
+		props["syncMasterAcksAlone"] = "true"
+	}
+	return st.access.Admin.UpdateBrokerConfig(ctx, addr, props)
 }
 
 // rejoin makes the old master a slave of the new one.
@@ -382,6 +388,17 @@ func (r *BrokerReconciler) rejoin(ctx context.Context, br *v1alpha1.Broker, st *
 	}
 	if info["masterEpoch"] != strconv.FormatInt(f.Epoch, 10) {
 		return nil // not replicating from the new master yet (it learns the epoch when it does)
+	}
+	if br.Spec.BrokerRole == v1alpha1.SyncMaster {
+		// Back to waiting for a slave once it holds nearly all the master has.
+		if l, ok := st.lag[pod.Name]; !ok || l.err != nil || l.bytes > maxSlaveLag(br) {
+			f.Message = fmt.Sprintf("%s replicates from %s and catches up", pod.Name, resource.BrokerPodName(br, g, f.To))
+			return nil
+		}
+		if err := st.access.Admin.UpdateBrokerConfig(ctx, resource.BrokerMemberAddress(br, g, f.To),
+			map[string]string{"syncMasterAcksAlone": "false"}); err != nil {
+			return fmt.Errorf("the new master waits for its slave again: %w", err)
+		}
 	}
 	extra := int64(0)
 	if from, to, ok := parseCut(info["lastEpochCut"]); ok && f.StartOffset != nil && from == *f.StartOffset {

@@ -146,7 +146,10 @@ func unregisteredPods(br *v1alpha1.Broker, st *brokerState, g int32) string {
 // bound, with their lag or why it is unknown; "" when none.
 func laggingSlaves(br *v1alpha1.Broker, st *brokerState, g int32) string {
 	var out []string
-	for id := int32(1); id < br.Spec.ReplicasPerGroup; id++ {
+	for id := range br.Spec.ReplicasPerGroup {
+		if id == resource.BrokerMasterOrdinal(br, g) {
+			continue
+		}
 		pod := resource.BrokerPodName(br, g, id)
 		l, ok := st.lag[pod]
 		var why string

@@ -73,7 +73,13 @@ type Config struct {
 	HaHousekeepingInterval  time.Duration // haHousekeepingInterval, ms
 	HaTransferBatchSize     int           // haTransferBatchSize, bytes
 	HaSlaveFallbehindMax    int64         // haSlaveFallbehindMax, bytes (SYNC_MASTER: SLAVE_NOT_AVAILABLE beyond)
-	SlaveTimeout            time.Duration // slaveTimeout, ms a SYNC_MASTER send waits for a slave
+	// SyncMasterAcksAlone (syncMasterAcksAlone, not a Java key): a SYNC_MASTER with no
+	// slave connected within haSlaveFallbehindMax answers sends SEND_OK, as an
+	// ASYNC_MASTER would, instead of SLAVE_NOT_AVAILABLE; with one it waits for it as
+	// always. The operator sets it on a master promoted by a failover until its group
+	// has a slave again.
+	SyncMasterAcksAlone bool
+	SlaveTimeout        time.Duration // slaveTimeout, ms a SYNC_MASTER send waits for a slave
 	// SlaveSynchronizeInterval (slaveSynchronizeInterval, ms) is how often a slave
 	// copies its master's metadata. Not a Java key: 4.9.7 hard-codes 10 s.
 	SlaveSynchronizeInterval time.Duration
@@ -318,6 +324,7 @@ func (c *Config) keys() []key {
 		millis("haHousekeepingInterval", &c.HaHousekeepingInterval, false),
 		{"haTransferBatchSize", &c.HaTransferBatchSize, false},
 		{"haSlaveFallbehindMax", &c.HaSlaveFallbehindMax, false},
+		{"syncMasterAcksAlone", &c.SyncMasterAcksAlone, true},
 		millis("slaveTimeout", &c.SlaveTimeout, true),
 		millis("slaveSynchronizeInterval", &c.SlaveSynchronizeInterval, false),
 		{"storePathRootDir", &c.StorePathRootDir, false},

@@ -301,8 +301,13 @@ func BrokerPodConf(br *v1alpha1.Broker, i, ordinal int32) string {
 		return BrokerConf(br, i) + fmt.Sprintf("brokerId=%d\nbrokerRole=SLAVE\n", id)
 	}
 	conf := BrokerConf(br, i) + fmt.Sprintf("brokerId=0\nbrokerRole=%s\n", br.Spec.BrokerRole)
-	if g := BrokerGroupStatusOf(br, i); g != nil && g.Epoch > 0 {
+	g := BrokerGroupStatusOf(br, i)
+	if g != nil && g.Epoch > 0 {
 		conf += fmt.Sprintf("masterEpoch=%d\n", g.Epoch)
+	}
+	if g != nil && g.Failover != nil && g.Failover.Phase != v1alpha1.FailoverDone && br.Spec.BrokerRole == v1alpha1.SyncMaster {
+		// A failover's new master, restarted before its slave is back (failover.go).
+		conf += "syncMasterAcksAlone=true\n"
 	}
 	return conf
 }
