@@ -205,10 +205,10 @@ func (r *BrokerReconciler) startFailover(ctx context.Context, br *v1alpha1.Broke
 			why = "switching the master back to ordinal 0 before a roll"
 		}
 	}
-	f.Message = fmt.Sprintf("%s: %s is the new master (commitlog at %d)", why, resource.BrokerPodName(br, g, to), offset)
+	f.Reason = fmt.Sprintf("%s: %s is the new master (commitlog at %d)", why, resource.BrokerPodName(br, g, to), offset)
 	gs.Failover = f
 	r.Recorder.Eventf(br, nil, corev1.EventTypeWarning, "FailoverStarted", "Failover",
-		"%s fails over to epoch %d: %s", name, f.Epoch, f.Message)
+		"%s fails over to epoch %d: %s", name, f.Epoch, f.Reason)
 	return r.advanceFailover(ctx, br, st, g, gs)
 }
 

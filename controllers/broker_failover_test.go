@@ -156,3 +156,36 @@ func TestManualFailover(t *testing.T) {
 		t.Fatal("the failover annotation is still there")
 	}
 }
+
+// A roll of a group whose master moved in a failover first moves it back to ordinal 0,
+// as a planned failover, and then rolls as always: slaves (the highest ordinals) first,
+// the master last.
+func TestRollAfterFailoverSwitchesBackFirst(t *testing.T) {
+	w := newFailoverWorld(t, v1alpha1.FailoverManual)
+	w.br.Status.Groups[0].MasterOrdinal, w.br.Status.Groups[0].Epoch = 1, 1
+	w.newRevision("r2")
+	w.look()
+	f := w.failover()
+	if f.To != 0 || f.From != 1 || f.Epoch != 2 || f.Trigger != v1alpha1.FailoverManual || !strings.Contains(f.Reason, "before a roll") {
+		t.Fatalf("failover %+v, want a switch back to ordinal 0 with epoch 2", f)
+	}
+	if calls := w.admin.callsFor("UpdateBrokerConfig", "brokerPermission:4"); len(calls) != 1 || calls[0].Addr != res.BrokerMemberAddress(w.br, 0, 1) {
+		t.Fatalf("read-only calls %v, want the master at ordinal 1", calls)
+	}
+	w.look() // promoted (the fake reopens at once)
+	w.look() // the old master is told to follow
+	w.admin.setRuntime(res.BrokerMemberAddress(w.br, 0, 1), "masterEpoch", "2")
+	w.look()
+	if f := w.failover(); f.Phase != v1alpha1.FailoverDone || w.br.Status.Groups[0].MasterOrdinal != 0 {
+		t.Fatalf("failover %+v, master at %d; want Done at ordinal 0", f, w.br.Status.Groups[0].MasterOrdinal)
+	}
+	st := &brokerState{access: adminAccess{Admin: w.admin}}
+	for _, step := range []brokerStep{w.r.observePods, w.r.observeMembers, w.r.planRoll} {
+		if _, err := step(context.Background(), w.br, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.partitions[0] != 1 || st.roll.phase[0] != v1alpha1.RollSlaves {
+		t.Fatalf("after the switch back: partition %d phase %q, want the slaves rolled first", st.partitions[0], st.roll.phase[0])
+	}
+}

@@ -440,6 +440,9 @@ type GroupFailover struct {
 	// WritesBackAt is when the new master took writes.
 	// +optional
 	WritesBackAt *metav1.Time `json:"writesBackAt,omitempty"`
+	// Reason says why the failover began; Message where it stands.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
 }
