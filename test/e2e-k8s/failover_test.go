@@ -186,18 +186,43 @@ func failoverDone(name string) func(Gomega) *v1alpha1.GroupFailover {
 	}
 }
 
-// refusesWrites sends one message straight to addr, as a producer with a stale route
-// would, and returns the answer's code: a slave's is SERVICE_NOT_AVAILABLE.
-func refusesWrites(addr, topic string) int16 {
-	rc := remotingClient()
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// sendTo sends one message straight to addr (SEND_MESSAGE_V2, as the official clients
+// do) and returns the answer's code, or an error when none came.
+func sendTo(rc *remoting.Client, addr, topic, body string) (int16, error) {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	resp, err := rc.Invoke(cctx, addr, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
-		"a": "e2e-fence", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"a": "e2e-failover-probe", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
 		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "", "j": "0", "k": "false", "m": "false",
-	}, []byte("to the old master")))
+	}, []byte(body)))
+	if err != nil {
+		return 0, err
+	}
+	return resp.Code, nil
+}
+
+// refusesWrites is the code a send straight to addr gets, as from a producer with a
+// stale route: a slave's is SERVICE_NOT_AVAILABLE.
+func refusesWrites(addr, topic string) int16 {
+	code, err := sendTo(remotingClient(), addr, topic, "to the old master")
 	Expect(err).NotTo(HaveOccurred())
-	return resp.Code
+	return code
+}
+
+// firstWrite sends to addr every 100 ms until one send is answered SUCCESS, and returns
+// when: the new master takes writes, whatever the clients' route refresh (30 s) adds.
+func firstWrite(addr, topic string, within time.Duration) time.Time {
+	rc := remotingClient()
+	var at time.Time
+	Eventually(func() bool {
+		code, err := sendTo(rc, addr, topic, "probe")
+		if err == nil && code == remoting.Success {
+			at = time.Now()
+			return true
+		}
+		return false
+	}).WithTimeout(within).WithPolling(100 * time.Millisecond).Should(BeTrue(), "no write taken at %s", addr)
+	return at
 }
 
 // measureAutomaticFailover makes group's master unavailable for good (its node cordoned,
@@ -214,6 +239,8 @@ func measureAutomaticFailover(nsAddrs []string, group string) {
 	before := groupStatus(group)
 	oldPod := before.Master.Pod
 	oldAddr := podServiceAddr(oldPod)
+	Expect(before.Slaves).To(HaveLen(1))
+	newAddr := podServiceAddr(before.Slaves[0].Pod)
 
 	out, err := kubectl("cordon", "node1")
 	Expect(err).NotTo(HaveOccurred(), out)
@@ -229,11 +256,13 @@ func measureAutomaticFailover(nsAddrs []string, group string) {
 	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(BeTrue())
 	l.arm(time.Now())
 	report("%s's master %s deleted with its node cordoned; gone %s later", group, oldPod, since(t0))
-	Eventually(l.writesBack).WithTimeout(afterSeconds*time.Second + 2*time.Minute).WithPolling(200 * time.Millisecond).ShouldNot(BeZero())
-	back := l.writesBack().Sub(t0)
+	back := firstWrite(newAddr, l.topic, afterSeconds*time.Second+2*time.Minute).Sub(t0)
 	now := groupStatus(group)
-	report("%s: writes back %s after the deletion; master now %s (epoch %d): %s", group, back.Round(time.Millisecond),
-		now.Master.Pod, now.Epoch, now.Failover.Message)
+	report("%s: the new master %s takes writes %s after the deletion (epoch %d): %s; %s", group, now.Master.Pod,
+		back.Round(time.Millisecond), now.Epoch, now.Failover.Reason, now.Failover.Message)
+	Eventually(l.writesBack).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).ShouldNot(BeZero())
+	report("%s: the Go producer's first SEND_OK from the new master %s after the deletion (its route refresh)", group,
+		l.writesBack().Sub(t0).Round(time.Millisecond))
 
 	uncordon()
 	Eventually(failoverDone(group)).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Not(BeNil()))
