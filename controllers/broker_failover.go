@@ -212,8 +212,8 @@ func (r *BrokerReconciler) startFailover(ctx context.Context, br *v1alpha1.Broke
 	return r.advanceFailover(ctx, br, st, g, gs)
 }
 
-// chooseSlave returns the Ready slave with the highest commitlog offset (or target when
-// >= 0, if it is a Ready slave), and that offset.
+// chooseSlave returns the running slave with the highest commitlog offset (or target
+// when >= 0, if it runs), and that offset.
 func (r *BrokerReconciler) chooseSlave(ctx context.Context, br *v1alpha1.Broker, st *brokerState, g, master, target int32) (int32, int64, error) {
 	best, bestOff := int32(-1), int64(-1)
 	var why []string
@@ -222,8 +222,8 @@ func (r *BrokerReconciler) chooseSlave(ctx context.Context, br *v1alpha1.Broker,
 			continue
 		}
 		pod := resource.BrokerPodName(br, g, o)
-		if !podReady(st.pods[pod]) {
-			why = append(why, pod+" is not Ready")
+		if !podRunning(st.pods[pod]) {
+			why = append(why, pod+" is not running")
 			continue
 		}
 		off, err := st.access.Admin.CommitLogMaxOffset(ctx, resource.BrokerMemberAddress(br, g, o))
@@ -239,6 +239,20 @@ func (r *BrokerReconciler) chooseSlave(ctx context.Context, br *v1alpha1.Broker,
 		return 0, 0, fmt.Errorf("no slave to promote: %s", strings.Join(why, "; "))
 	}
 	return best, bestOff, nil
+}
+
+// podRunning reports whether p's containers run. A slave whose master is gone is not
+// Ready (its /readyz wants its master) but serves reads, and is what a failover promotes.
+func podRunning(p *corev1.Pod) bool {
+	if p == nil || !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Running == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // advanceFailover moves gs.Failover one phase on when it can.

@@ -52,6 +52,7 @@ func TestAutomaticFailover(t *testing.T) {
 	oldAddr, newAddr := res.BrokerMemberAddress(w.br, 0, 0), res.BrokerMemberAddress(w.br, 0, 1)
 	w.admin.offsets[newAddr] = 1000
 	w.setPod(0, 0, "r1", false)
+	w.setPod(0, 1, "r1", false) // running, not Ready: its master is gone
 	w.look()
 	if w.br.Status.Groups[0].MasterUnavailableSince == nil || w.br.Status.Groups[0].Failover != nil {
 		t.Fatalf("status %+v: want the master's unavailability noted, no failover yet", w.br.Status.Groups[0])

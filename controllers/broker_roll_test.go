@@ -83,6 +83,9 @@ func (w *rollWorld) setPod(g, id int32, rev string, ready bool) {
 		status = corev1.ConditionTrue
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	// Running, Ready or not (a slave without its master is not Ready).
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "broker", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	if err := w.c.Create(ctx, pod); err != nil {
 		w.t.Fatal(err)
 	}

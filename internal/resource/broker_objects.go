@@ -87,7 +87,7 @@ func (b *brokerPodService) Update(obj client.Object) error {
 	sel := b.selector()
 	sel[podNameLabel] = b.pod()
 	svc.Spec.Selector = sel
-	svc.Spec.PublishNotReadyAddresses = b.id != 0
+	svc.Spec.PublishNotReadyAddresses = BrokerID(b.Instance, b.index, b.id) != 0
 	var ports []corev1.ServicePort
 	for _, p := range brokerContainerPorts(b.Instance) {
 		if p.Name == MetricsPortName {
