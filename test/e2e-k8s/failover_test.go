@@ -221,7 +221,7 @@ func firstWrite(addr, topic string, within time.Duration) time.Time {
 			return true
 		}
 		return false
-	}).WithTimeout(within).WithPolling(100 * time.Millisecond).Should(BeTrue(), "no write taken at %s", addr)
+	}).WithTimeout(within).WithPolling(100*time.Millisecond).Should(BeTrue(), "no write taken at %s", addr)
 	return at
 }
 
