@@ -462,12 +462,41 @@ var _ = Describe("the operator on a real cluster", Ordered, func() {
 		measureImageRoll(strings.Split(nsAddr, ";"), "-roll-sync")
 	})
 
-	It("fails a group over automatically when its master cannot restart, and loses no acknowledged message", func() {
-		measureAutomaticFailover(strings.Split(nsAddr, ";"), "broker-a")
+	It("fails a SYNC_MASTER group over automatically when its master cannot restart, and loses no acknowledged message", func() {
+		measureAutomaticFailover(strings.Split(nsAddr, ";"), "broker-a", false)
 	})
 
 	It("fails a healthy group over by the annotation under load, with sends stalling at most 5 s", func() {
 		measureManualFailover(strings.Split(nsAddr, ";"), "broker-b")
+	})
+
+	It("rolls a change after failovers: each master moves back to ordinal 0, then slaves first, master last", func() {
+		br := &v1alpha1.Broker{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq"}, br)).To(Succeed())
+		t0 := time.Now()
+		edit(br, func() { br.Spec.BrokerRole = v1alpha1.AsyncMaster })
+		lastState := ""
+		Eventually(func(g Gomega) {
+			if s := rollState(br); s != lastState {
+				report("roll +%s: %s", since(t0), s)
+				lastState = s
+			}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(br), br)).To(Succeed())
+			g.Expect(br.Status.ObservedGeneration).To(Equal(br.Generation))
+			g.Expect(meta.IsStatusConditionTrue(br.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionFalse(br.Status.Conditions, v1alpha1.ConditionProgressing)).To(BeTrue())
+			for _, gs := range br.Status.Groups {
+				g.Expect(gs.MasterOrdinal).To(BeZero(), "group %s", gs.BrokerName)
+			}
+		}).WithTimeout(8 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		for _, gs := range br.Status.Groups {
+			report("%s: master %s, epoch %d, last failover: %s", gs.BrokerName, gs.Master.Pod, gs.Epoch, gs.Failover.Reason)
+		}
+		report("brokerRole SYNC_MASTER -> ASYNC_MASTER rolled in %s, masters moved back first", since(t0))
+	})
+
+	It("fails an ASYNC_MASTER group over automatically when its master is killed and cannot restart", func() {
+		measureAutomaticFailover(strings.Split(nsAddr, ";"), "broker-a", true)
 	})
 
 	It("scales a group in only after its messages are consumed, and out again", func() {

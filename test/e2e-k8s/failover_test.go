@@ -227,7 +227,9 @@ func firstWrite(addr, topic string, within time.Duration) time.Time {
 
 // measureAutomaticFailover makes group's master unavailable for good (its node cordoned,
 // its pod deleted: the replacement stays Pending) under load, with failover Automatic.
-func measureAutomaticFailover(nsAddrs []string, group string) {
+// kill deletes the pod at once (no grace: its process is killed, what it had not
+// replicated stays behind) instead of letting it shut down.
+func measureAutomaticFailover(nsAddrs []string, group string, kill bool) {
 	const afterSeconds = 20
 	br := &v1alpha1.Broker{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq"}, br)).To(Succeed())
@@ -249,7 +251,11 @@ func measureAutomaticFailover(nsAddrs []string, group string) {
 	master := &corev1.Pod{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: oldPod}, master)).To(Succeed())
 	t0 := time.Now()
-	Expect(k8s.Delete(ctx, master)).To(Succeed())
+	if kill {
+		Expect(k8s.Delete(ctx, master, client.GracePeriodSeconds(0))).To(Succeed())
+	} else {
+		Expect(k8s.Delete(ctx, master)).To(Succeed())
+	}
 	Eventually(func() bool { // gone: a SEND_OK of the group from here is the new master's
 		p := &corev1.Pod{}
 		return k8s.Get(ctx, client.ObjectKeyFromObject(master), p) != nil || p.UID != master.UID
@@ -271,9 +277,17 @@ func measureAutomaticFailover(nsAddrs []string, group string) {
 	// Fencing: the old master, back, refuses a write as a slave does.
 	Expect(refusesWrites(oldAddr, l.topic)).To(Equal(remoting.ServiceNotAvailable))
 	acked, lost, _ := l.finish()
+	extra := *done.OldMasterExtraBytes
 	fmt.Printf("failover: mode=%s trigger=Automatic acked=%d lost=%d writes_back_after_ms=%d old_master_extra_bytes=%d\n",
-		mode, acked, lost, back.Milliseconds(), *done.OldMasterExtraBytes)
-	Expect(lost).To(BeZero())
+		mode, acked, lost, back.Milliseconds(), extra)
+	if mode == string(v1alpha1.SyncMaster) || extra == 0 {
+		Expect(lost).To(BeZero())
+	} else {
+		// ASYNC_MASTER: an acknowledged message may have been in the old master's
+		// unreplicated tail, cut when it rejoined; only those (a record of these
+		// messages takes over 100 bytes).
+		Expect(int64(lost)*100).To(BeNumerically("<=", extra), "lost messages beyond the bytes the old master cut")
+	}
 	Expect(back).To(BeNumerically("<=", afterSeconds*time.Second+15*time.Second))
 }
 
