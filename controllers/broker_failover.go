@@ -43,6 +43,11 @@ import (
 // failoverPoll is how soon a failover under way looks again.
 const failoverPoll = time.Second
 
+// noSlavePoll is how soon a failover that found no slave to promote looks again.
+const noSlavePoll = 10 * time.Second
+
+var errNoSlave = errors.New("no slave to promote")
+
 // catchUpTimeout bounds how long a planned failover waits for its slave to catch up with
 // the read-only master before it gives up and gives the master its writes back.
 const catchUpTimeout = time.Minute
@@ -118,10 +123,16 @@ func (r *BrokerReconciler) driveFailover(ctx context.Context, br *v1alpha1.Broke
 		default:
 			continue
 		}
-		if err := r.startFailover(ctx, br, st, g, gs, trigger, target); err != nil {
+		switch err := r.startFailover(ctx, br, st, g, gs, trigger, target); {
+		case errors.Is(err, errNoSlave):
+			// Not an error of this reconcile: the rest of the checklist goes on, and a
+			// slave that starts is promoted at a later look.
+			st.requeueWithin(noSlavePoll)
+		case err != nil:
 			errs = append(errs, fmt.Errorf("failover of %s: %w", name, err))
+		default:
+			st.requeueWithin(failoverPoll)
 		}
-		st.requeueWithin(failoverPoll)
 	}
 	if hasAsked && !askedFailoverPending(br, asked) {
 		if !isGroupOf(br, asked) {
@@ -236,7 +247,7 @@ func (r *BrokerReconciler) chooseSlave(ctx context.Context, br *v1alpha1.Broker,
 		}
 	}
 	if best < 0 {
-		return 0, 0, fmt.Errorf("no slave to promote: %s", strings.Join(why, "; "))
+		return 0, 0, fmt.Errorf("%w: %s", errNoSlave, strings.Join(why, "; "))
 	}
 	return best, bestOff, nil
 }
