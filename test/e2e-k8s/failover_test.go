@@ -297,7 +297,10 @@ func measureManualFailover(nsAddrs []string, group string) {
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq"}, br)).To(Succeed())
 	mode := string(br.Spec.BrokerRole)
 	l := startFailoverLoad(nsAddrs, group, "-manual")
-	oldPod := groupStatus(group).Master.Pod
+	before := groupStatus(group)
+	oldPod := before.Master.Pod
+	Expect(before.Slaves).To(HaveLen(1))
+	newAddr := podServiceAddr(before.Slaves[0].Pod)
 	t0 := time.Now()
 	edit(br, func() {
 		if br.Annotations == nil {
@@ -305,9 +308,9 @@ func measureManualFailover(nsAddrs []string, group string) {
 		}
 		br.Annotations[v1alpha1.FailoverAnnotation] = group
 	})
+	back := firstWrite(newAddr, l.topic, time.Minute).Sub(t0)
 	Eventually(failoverDone(group)).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Not(BeNil()))
 	f := groupStatus(group).Failover
-	back := f.WritesBackAt.Sub(t0)
 	report("%s: manual failover from %s to %s: writes back %s after the annotation; %s", group, oldPod,
 		groupStatus(group).Master.Pod, back.Round(time.Millisecond), f.Message)
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(br), br)).To(Succeed())
