@@ -5,17 +5,10 @@ package e2ek8s
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +16,6 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
-	"github.com/openrmq/rocketmq-operator/test/internal/procs"
 )
 
 // The failovers of issue 16, under the steady load of the roll (a 200 msg/s official Go
@@ -35,101 +27,24 @@ import (
 // return and the tail.
 const failoverLimit = 5 * time.Minute
 
-// failoverLoad is the producers and the consumer of one measurement.
+// failoverLoad is the steady load, and when the Go producer first had a SEND_OK of the
+// group failed over from its new master.
 type failoverLoad struct {
-	topic, group string // group: the brokerName failed over
-	sent         gapTracker
-	got          *seen
-	mu           sync.Mutex
-	acked        []string
-	// armed is when a SEND_OK of the group starts to count as the new master's;
-	// backAt the first such answer (zero: none yet).
+	*steadyLoad
+	group string
+	// armed is when a SEND_OK of the group starts to count as the new master's; backAt
+	// the first such answer (zero: none yet). Both under steadyLoad.mu.
 	armed, backAt time.Time
-	stop          func()
-	java          *procs.Proc
 }
 
 func startFailoverLoad(nsAddrs []string, group, suffix string) *failoverLoad {
-	l := &failoverLoad{topic: "E2EFailover" + strings.ReplaceAll(suffix, "-", "_"), group: group, got: &seen{keys: map[string]int{}}}
-	createTopic(strings.Join(nsAddrs, ";"), l.topic, 4)
-	c, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		consumer.WithGroupName("e2e-failover-"+runID+suffix), consumer.WithInstance("failover-"+runID+suffix),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(c.Subscribe(l.topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			l.got.mu.Lock()
-			for _, m := range msgs {
-				l.got.keys[m.GetKeys()]++
-			}
-			l.got.mu.Unlock()
-			return consumer.ConsumeSuccess, nil
-		})).To(Succeed())
-	Expect(c.Start()).To(Succeed())
-	DeferCleanup(func() { _ = c.Shutdown() })
-
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		producer.WithGroupName("e2e-failover-producer"), producer.WithInstanceName("failover-"+runID+suffix),
-		producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(p.Start()).To(Succeed())
-	DeferCleanup(func() { _ = p.Shutdown() })
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer GinkgoRecover()
-		defer wg.Done()
-		tick := time.NewTicker(time.Second / rollRate)
-		defer tick.Stop()
-		for i := 0; i < rollRate*int(failoverLimit/time.Second); i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			k := fmt.Sprintf("failover-%s%s-%d", runID, suffix, i)
-			m := primitive.NewMessage(l.topic, []byte(k))
-			m.WithKeys([]string{k})
-			start := time.Now()
-			res, err := p.SendSync(ctx, m)
-			if err != nil || res.Status != primitive.SendOK {
-				continue
-			}
-			now := time.Now()
-			l.sent.tick(now)
-			l.mu.Lock()
-			l.acked = append(l.acked, k)
-			if res.MessageQueue != nil && res.MessageQueue.BrokerName == l.group && !l.armed.IsZero() &&
-				start.After(l.armed) && l.backAt.IsZero() {
-				l.backAt = now
-			}
-			l.mu.Unlock()
-		}
-	}()
-
-	stdin, stopSignal, err := os.Pipe()
-	Expect(err).NotTo(HaveOccurred())
-	l.java, err = java.WithJVMArgs("-Drocketmq.namesrv.addr="+strings.Join(nsAddrs, ";")).WithStdin(stdin).StartMain(
-		filepath.Join(workDir, "java"), "steady-producer"+suffix, "org.openrmq.e2ek8s.SteadyProducer",
-		l.topic, "failover-java-"+runID+suffix, fmt.Sprint(javaRollRate), fmt.Sprint(int(failoverLimit/time.Second)))
-	_ = stdin.Close()
-	Expect(err).NotTo(HaveOccurred())
-	l.stop = sync.OnceFunc(func() {
-		close(stop)
-		wg.Wait()
-		_ = stopSignal.Close()
-		select {
-		case <-l.java.Done():
-		case <-time.After(15 * time.Second):
-			l.java.Stop(procs.DefaultStopGrace)
+	l := &failoverLoad{group: group}
+	l.steadyLoad = startSteadyLoad(nsAddrs, "Failover", suffix, failoverLimit, func(res *primitive.SendResult, began, at time.Time) {
+		if res.MessageQueue != nil && res.MessageQueue.BrokerName == l.group && !l.armed.IsZero() &&
+			began.After(l.armed) && l.backAt.IsZero() {
+			l.backAt = at
 		}
 	})
-	DeferCleanup(l.stop)
-	Eventually(func() int { return l.got.count(nil) }).WithTimeout(time.Minute).Should(BeNumerically(">=", rollRate))
-	jctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	Expect(l.java.WaitForLog(jctx, " SEND_OK ")).To(Succeed())
 	return l
 }
 
@@ -143,25 +58,6 @@ func (l *failoverLoad) writesBack() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.backAt
-}
-
-// finish sends ten more seconds' worth, stops, waits for every acknowledged message of
-// both producers to be consumed, and returns acked, lost and the longest send stall.
-func (l *failoverLoad) finish() (acked, lost int, stall time.Duration) {
-	ackedNow := func() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.acked) }
-	tail := ackedNow() + 10*rollRate
-	Eventually(ackedNow).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", tail))
-	end := time.Now()
-	l.stop()
-	js := parseJavaSends(l.java.Log())
-	Expect(js.done).NotTo(BeEmpty(), "the java producer did not finish; log %s:\n%s", l.java.LogPath, l.java.Tail(40))
-	l.mu.Lock()
-	keys := append(append([]string(nil), l.acked...), js.acked...)
-	l.mu.Unlock()
-	Eventually(func() int { return l.got.count(keys) }).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Equal(len(keys)))
-	report("java producer at %d msg/s: acked=%d not_send_ok=%d failed=%d longest_send_stall_ms=%d",
-		javaRollRate, len(js.acked), len(js.notOK), len(js.failed), js.stall.max(end).Milliseconds())
-	return len(keys), len(keys) - l.got.count(keys), max(l.sent.max(end), js.stall.max(end))
 }
 
 // groupStatus is the samples' Broker's status of group name.
@@ -276,7 +172,8 @@ func measureAutomaticFailover(nsAddrs []string, group string, kill bool) {
 	report("%s: the old master %s rejoined as a slave %s after the deletion: %s", group, oldPod, since(t0), done.Message)
 	// Fencing: the old master, back, refuses a write as a slave does.
 	Expect(refusesWrites(oldAddr, l.topic)).To(Equal(remoting.ServiceNotAvailable))
-	acked, lost, _ := l.finish()
+	res := l.finish()
+	acked, lost := res.acked, res.lost
 	extra := *done.OldMasterExtraBytes
 	fmt.Printf("failover: mode=%s trigger=Automatic acked=%d lost=%d writes_back_after_ms=%d old_master_extra_bytes=%d\n",
 		mode, acked, lost, back.Milliseconds(), extra)
@@ -316,7 +213,8 @@ func measureManualFailover(nsAddrs []string, group string) {
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(br), br)).To(Succeed())
 	Expect(br.Annotations).NotTo(HaveKey(v1alpha1.FailoverAnnotation))
 	Expect(refusesWrites(podServiceAddr(oldPod), l.topic)).To(Equal(remoting.ServiceNotAvailable))
-	acked, lost, stall := l.finish()
+	res := l.finish()
+	acked, lost, stall := res.acked, res.lost, l.stall(res)
 	fmt.Printf("failover: mode=%s trigger=Manual acked=%d lost=%d writes_back_after_ms=%d old_master_extra_bytes=%d\n",
 		mode, acked, lost, back.Milliseconds(), *f.OldMasterExtraBytes)
 	report("manual failover: longest send stall %s", stall.Round(time.Millisecond))

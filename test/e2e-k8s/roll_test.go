@@ -7,19 +7,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/consumer"
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +22,6 @@ import (
 
 	"github.com/openrmq/rocketmq-operator/api/v1alpha1"
 	"github.com/openrmq/rocketmq-operator/internal/version"
-	"github.com/openrmq/rocketmq-operator/test/internal/procs"
 )
 
 // The rolling-update measurement of issue 11: an image change of the samples' Broker (2
@@ -166,95 +158,10 @@ func slaveConnected(pod string) bool {
 }
 
 func measureImageRoll(nsAddrs []string, tagSuffix string) {
-	rtopic := "E2ERoll" + strings.ReplaceAll(tagSuffix, "-", "_")
-	createTopic(strings.Join(nsAddrs, ";"), rtopic, 4)
 	br := &v1alpha1.Broker{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq"}, br)).To(Succeed())
 	mode := string(br.Spec.BrokerRole)
-
-	// The consumer: every key it receives, and the longest gap between receipts.
-	var consumed gapTracker
-	got := &seen{keys: map[string]int{}}
-	c, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		consumer.WithGroupName("e2e-roll-"+runID+tagSuffix), consumer.WithInstance("roll-"+runID+tagSuffix),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(c.Subscribe(rtopic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			consumed.tick(time.Now())
-			got.mu.Lock()
-			for _, m := range msgs {
-				got.keys[m.GetKeys()]++
-			}
-			got.mu.Unlock()
-			return consumer.ConsumeSuccess, nil
-		})).To(Succeed())
-	Expect(c.Start()).To(Succeed())
-	defer func() { _ = c.Shutdown() }()
-
-	// The producer: SendSync at 200/s, retries on, as the issue's client.
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nsAddrs)),
-		producer.WithGroupName("e2e-roll-producer"), producer.WithInstanceName("roll-"+runID+tagSuffix),
-		producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(p.Start()).To(Succeed())
-	defer func() { _ = p.Shutdown() }()
-	var sent gapTracker
-	var ackedMu sync.Mutex
-	var acked []string
-	notOK := map[primitive.SendStatus]int{} // stored, but not as asked: SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT, ...
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer GinkgoRecover()
-		defer wg.Done()
-		tick := time.NewTicker(time.Second / rollRate)
-		defer tick.Stop()
-		for i := 0; i < rollRate*int(rollLimit/time.Second); i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			k := fmt.Sprintf("roll-%s-%d", runID, i)
-			m := primitive.NewMessage(rtopic, []byte(k))
-			m.WithKeys([]string{k})
-			res, err := p.SendSync(ctx, m)
-			switch {
-			case err == nil && res.Status == primitive.SendOK:
-				sent.tick(time.Now())
-				ackedMu.Lock()
-				acked = append(acked, k)
-				ackedMu.Unlock()
-			case err == nil:
-				ackedMu.Lock()
-				notOK[res.Status]++
-				ackedMu.Unlock()
-			}
-		}
-	}()
-	stopProducer := sync.OnceFunc(func() { close(stop); wg.Wait() })
-	defer stopProducer()
-
-	// The Java producer, through the same name servers; it stops when its stdin closes,
-	// at the latest after rollLimit.
-	stdin, stopSignal, err := os.Pipe()
-	Expect(err).NotTo(HaveOccurred())
-	jp, err := java.WithJVMArgs("-Drocketmq.namesrv.addr="+strings.Join(nsAddrs, ";")).WithStdin(stdin).StartMain(
-		filepath.Join(workDir, "java"), "steady-producer"+tagSuffix, "org.openrmq.e2ek8s.SteadyProducer",
-		rtopic, "roll-java-"+runID, fmt.Sprint(javaRollRate), fmt.Sprint(int(rollLimit/time.Second)))
-	_ = stdin.Close() // the JVM holds its own copy
-	Expect(err).NotTo(HaveOccurred())
-	stopJava := sync.OnceFunc(func() {
-		_ = stopSignal.Close()
-		select {
-		case <-jp.Done():
-		case <-time.After(15 * time.Second): // a send in flight ends within its 3 s timeout
-			jp.Stop(procs.DefaultStopGrace)
-		}
-	})
-	defer stopJava()
+	l := startSteadyLoad(nsAddrs, "Roll", tagSuffix, rollLimit, nil)
 
 	// The slaves' HA connections, sampled every 250 ms.
 	var disconnected = map[string]time.Duration{}
@@ -289,11 +196,8 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 		}
 	}()
 
-	// Steady state first, then the image change: the same image under another tag.
-	Eventually(func() int { return got.count(nil) }).WithTimeout(time.Minute).Should(BeNumerically(">=", rollRate))
-	jctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	Expect(jp.WaitForLog(jctx, " SEND_OK ")).To(Succeed())
+	// Steady state (startSteadyLoad waited for it), then the image change: the same image
+	// under another tag.
 	newImage := version.DefaultImage + tagSuffix
 	// containerd holds the image under its normalised name.
 	out, err := exec.Command("ctr", "--address", containerd, "-n", "k8s.io", "images", "tag", "--force",
@@ -320,21 +224,8 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 		}
 	}).WithTimeout(rollLimit - time.Minute).WithPolling(time.Second).Should(Succeed())
 	rolled := time.Since(t0)
-	// Ten seconds' worth of acknowledged sends on the new pods, then stop and drain.
-	ackedNow := func() int { ackedMu.Lock(); defer ackedMu.Unlock(); return len(acked) }
-	tail := ackedNow() + 10*rollRate
-	Eventually(ackedNow).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", tail))
-	end := time.Now()
-	stopProducer()
-	stopJava()
+	res := l.finish()
 	stopPoll()
-	js := parseJavaSends(jp.Log())
-	Expect(js.done).NotTo(BeEmpty(), "the java producer did not finish; log %s:\n%s", jp.LogPath, jp.Tail(40))
-	ackedMu.Lock()
-	keys := append(append([]string(nil), acked...), js.acked...)
-	ackedMu.Unlock()
-	Eventually(func() int { return got.count(keys) }).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Equal(len(keys)))
-	lost := len(keys) - got.count(keys)
 	discMu.Lock()
 	var maxDisc time.Duration
 	for _, d := range disconnected {
@@ -342,17 +233,14 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 	}
 	discMu.Unlock()
 	report("image change %s -> %s rolled in %s", version.DefaultImage, newImage, rolled.Round(100*time.Millisecond))
-	report("java producer at %d msg/s: acked=%d not_send_ok=%d failed=%d longest_send_stall_ms=%d",
-		javaRollRate, len(js.acked), len(js.notOK), len(js.failed), js.stall.max(end).Milliseconds())
-	// A stall of either producer is a stall, so each is measured on its own.
-	stall := max(sent.max(end), js.stall.max(end))
+	stall := l.stall(res)
 	// Past the issue's bounds, when it began and what the brokers logged around it.
 	for _, gap := range []struct {
 		what  string
 		g     *gapTracker
 		bound time.Duration
-	}{{"go producer's longest stall", &sent, 2 * time.Second}, {"java producer's longest stall", &js.stall, 2 * time.Second},
-		{"consumer's longest gap", &consumed, 5 * time.Second}} {
+	}{{"go producer's longest stall", &l.sent, 2 * time.Second}, {"java producer's longest stall", &res.js.stall, 2 * time.Second},
+		{"consumer's longest gap", &l.consumed, 5 * time.Second}} {
 		// The consumer still runs: its tracker is read under its lock.
 		if longest, from := gap.g.longestGap(); longest > gap.bound {
 			report("%s: %s from %s", gap.what, longest.Round(time.Millisecond), from.UTC().Format(time.RFC3339Nano))
@@ -360,14 +248,14 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 		}
 	}
 	fmt.Printf("rolling-update: mode=%s acked=%d lost=%d longest_send_stall_ms=%d longest_consume_gap_ms=%d max_slave_disconnect_ms=%d\n",
-		mode, len(keys), lost, stall.Milliseconds(), consumed.max(end).Milliseconds(), maxDisc.Milliseconds())
-	Expect(lost).To(BeZero())
+		mode, res.acked, res.lost, stall.Milliseconds(), l.consumed.max(res.end).Milliseconds(), maxDisc.Milliseconds())
+	Expect(res.lost).To(BeZero())
 	// The Go client's statuses 1-3: FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
-	Expect(notOK).To(BeEmpty(), "sends answered other than SEND_OK, by status")
-	Expect(js.notOK).To(BeEmpty(), "java sends answered other than SEND_OK")
+	Expect(res.notOK).To(BeEmpty(), "sends answered other than SEND_OK, by status")
+	Expect(res.js.notOK).To(BeEmpty(), "java sends answered other than SEND_OK")
 	if mode == string(v1alpha1.SyncMaster) {
 		// The Java client retries a failed send itself; one it gave up on is not SEND_OK either.
-		Expect(js.failed).To(BeEmpty(), "java sends that failed under SYNC_MASTER")
+		Expect(res.js.failed).To(BeEmpty(), "java sends that failed under SYNC_MASTER")
 	}
 }
 
