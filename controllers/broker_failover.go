@@ -388,10 +388,10 @@ func (r *BrokerReconciler) rejoin(ctx context.Context, br *v1alpha1.Broker, st *
 	if pod == nil || !pod.DeletionTimestamp.IsZero() {
 		return nil // its StatefulSet brings it back with its new role
 	}
-	if !podReady(pod) {
+	if !podRunning(pod) {
 		if pod.CreationTimestamp.Time.Before(f.StartedAt.Time) {
-			// It ran before the failover: it would come back with its old role. A new pod
-			// reads the new one.
+			// Created before the failover, it would start with its old role once it can;
+			// a new pod reads the new one. (A running old master is told at run time.)
 			if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 				return err
 			}

@@ -35,6 +35,19 @@ func (w *rollWorld) look() {
 	}
 }
 
+// setPending makes pod id of group g one that does not run (Pending).
+func (w *rollWorld) setPending(g, id int32) {
+	w.t.Helper()
+	pod := &corev1.Pod{}
+	if err := w.c.Get(context.Background(), client.ObjectKey{Namespace: "mq", Name: res.BrokerPodName(w.br, g, id)}, pod); err != nil {
+		w.t.Fatal(err)
+	}
+	pod.Status.Phase, pod.Status.ContainerStatuses = corev1.PodPending, nil
+	if err := w.c.Status().Update(context.Background(), pod); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 func (w *rollWorld) failover() *v1alpha1.GroupFailover {
 	w.t.Helper()
 	f := w.br.Status.Groups[0].Failover
@@ -52,6 +65,7 @@ func TestAutomaticFailover(t *testing.T) {
 	oldAddr, newAddr := res.BrokerMemberAddress(w.br, 0, 0), res.BrokerMemberAddress(w.br, 0, 1)
 	w.admin.offsets[newAddr] = 1000
 	w.setPod(0, 0, "r1", false)
+	w.setPending(0, 0)          // its node is gone: the replacement cannot start
 	w.setPod(0, 1, "r1", false) // running, not Ready: its master is gone
 	w.look()
 	if w.br.Status.Groups[0].MasterUnavailableSince == nil || w.br.Status.Groups[0].Failover != nil {

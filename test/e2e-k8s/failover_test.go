@@ -110,14 +110,18 @@ func refusesWrites(addr, topic string) int16 {
 func firstWrite(addr, topic string, within time.Duration) time.Time {
 	rc := remotingClient()
 	var at time.Time
+	last := ""
 	Eventually(func() bool {
 		code, err := sendTo(rc, addr, topic, "probe")
 		if err == nil && code == remoting.Success {
 			at = time.Now()
 			return true
 		}
+		last = fmt.Sprintf("code %d, err %v", code, err)
 		return false
-	}).WithTimeout(within).WithPolling(100*time.Millisecond).Should(BeTrue(), "no write taken at %s", addr)
+	}).WithTimeout(within).WithPolling(100*time.Millisecond).Should(BeTrue(), func() string {
+		return fmt.Sprintf("no write taken at %s; the last answer: %s", addr, last)
+	})
 	return at
 }
 
@@ -192,6 +196,7 @@ func measureAutomaticFailover(nsAddrs []string, group string, kill bool) {
 func measureManualFailover(nsAddrs []string, group string) {
 	br := &v1alpha1.Broker{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: samplesNS, Name: "rmq"}, br)).To(Succeed())
+	edit(br, func() { br.Spec.Failover = &v1alpha1.BrokerFailover{Mode: v1alpha1.FailoverManual} })
 	mode := string(br.Spec.BrokerRole)
 	l := startFailoverLoad(nsAddrs, group, "-manual")
 	before := groupStatus(group)
