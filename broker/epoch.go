@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openrmq/rocketmq-operator/broker/config"
@@ -77,10 +79,45 @@ func (b *Broker) loadEpochs(c *config.Config) error {
 		}
 		st.History, changed = h, true
 		b.log.Info("master epoch begun", "epoch", c.MasterEpoch, "startOffset", start, "history", h.String())
+		if err := b.adoptTopics(); err != nil {
+			return err
+		}
 	}
 	b.epochs = st
 	if changed {
 		return b.saveEpochs(st)
+	}
+	return nil
+}
+
+// adoptTopics gives a master beginning an epoch a config for every topic its store holds
+// queues of but its topic table lacks: as a slave it replicated their messages, but a
+// slave copies topic configs only every slaveSynchronizeInterval, so a topic created
+// shortly before its master was lost would refuse its producers (TOPIC_NOT_EXIST) and
+// consumers on the new master. Queue numbers are the highest queue id seen plus one; a
+// Topic resource's own numbers reach the new master at the operator's next look.
+// Retry and dead-letter topics are left to the send-back path, which creates them.
+func (b *Broker) adoptTopics() error {
+	queues := map[string]int32{}
+	for _, q := range b.store.Queues() {
+		queues[q.Topic] = max(queues[q.Topic], q.QueueID+1)
+	}
+	var adopted []string
+	for topic, n := range queues {
+		if _, ok := b.topics.Get(topic); ok || b.topics.IsSystem(topic) ||
+			strings.HasPrefix(topic, protocol.RetryGroupTopicPrefix) || strings.HasPrefix(topic, protocol.DLQGroupTopicPrefix) {
+			continue
+		}
+		tc := *protocol.NewTopicConfig(topic)
+		tc.ReadQueueNums, tc.WriteQueueNums = int(n), int(n)
+		if err := b.topics.Put(tc); err != nil {
+			return fmt.Errorf("broker: adopt topic %s: %w", topic, err)
+		}
+		adopted = append(adopted, topic)
+	}
+	if len(adopted) > 0 {
+		slices.Sort(adopted)
+		b.log.Warn("topics the store holds but the topic table lacked, adopted on becoming master", "topics", adopted)
 	}
 	return nil
 }

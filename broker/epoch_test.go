@@ -90,6 +90,14 @@ func TestFailoverPromoteFenceRejoin(t *testing.T) {
 	send(a, 0, 10)
 	b := startSlave(t, a, func(c *config.Config) { group(c); c.StorePathRootDir = newDir })
 	waitFor(t, func() bool { return b.store.CommitLogMaxOffset() == a.store.CommitLogMaxOffset() })
+	// A topic created just before the master is lost: its messages replicate before its
+	// config does (every slaveSynchronizeInterval).
+	b.haSync.Close()
+	a.createTopic("Late", 2)
+	if resp := a.sendV2("Late", 1, "t", "late"); resp.Code != remoting.Success {
+		t.Fatalf("send: %v", resp)
+	}
+	waitFor(t, func() bool { return b.store.MaxOffsetInQueue("Late", 1) == 1 })
 	b.stop()
 	send(a, 10, 5) // never replicated
 	// A consumer committed to the old master after the slave's last sync, up to m12, one
@@ -113,6 +121,12 @@ func TestFailoverPromoteFenceRejoin(t *testing.T) {
 		t.Fatalf("epochHistory = %q, want %q", got, want)
 	}
 	send(b, 100, 3)
+	if resp := b.sendV2("Late", 1, "t", "late on the new master"); resp.Code != remoting.Success {
+		t.Fatalf("the new master refuses the topic whose config it never synced: %v", resp)
+	}
+	if tc, _ := b.topics.Get("Late"); tc.WriteQueueNums != 2 {
+		t.Fatalf("adopted topic %+v, want 2 queues", tc)
+	}
 	waitFor(t, func() bool { return masterAt(t, nsAddr, "broker-f") == b.Addr() })
 
 	// The old master restarts with its old role: the name server refuses it, and so does
