@@ -156,10 +156,17 @@ func measureAutomaticFailover(nsAddrs []string, group string, kill bool) {
 	} else {
 		Expect(k8s.Delete(ctx, master)).To(Succeed())
 	}
-	Eventually(func() bool { // gone: a SEND_OK of the group from here is the new master's
+	Eventually(func() bool { // the pod object gone
 		p := &corev1.Pod{}
 		return k8s.Get(ctx, client.ObjectKeyFromObject(master), p) != nil || p.UID != master.UID
 	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(BeTrue())
+	// and its process: a force-deleted pod's runs on until the kubelet kills it. From here
+	// a SEND_OK of the group is the new master's.
+	probe := remotingClient()
+	Eventually(func() error {
+		_, err := sendTo(probe, oldAddr, l.topic, "probe")
+		return err
+	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(HaveOccurred())
 	l.arm(time.Now())
 	report("%s's master %s deleted with its node cordoned; gone %s later", group, oldPod, since(t0))
 	back := firstWrite(newAddr, l.topic, afterSeconds*time.Second+2*time.Minute).Sub(t0)
@@ -176,7 +183,7 @@ func measureAutomaticFailover(nsAddrs []string, group string, kill bool) {
 	report("%s: the old master %s rejoined as a slave %s after the deletion: %s", group, oldPod, since(t0), done.Message)
 	// Fencing: the old master, back, refuses a write as a slave does.
 	Expect(refusesWrites(oldAddr, l.topic)).To(Equal(remoting.ServiceNotAvailable))
-	res := l.finish()
+	res := l.finish(mode != string(v1alpha1.SyncMaster))
 	acked, lost := res.acked, res.lost
 	extra := *done.OldMasterExtraBytes
 	fmt.Printf("failover: mode=%s trigger=Automatic acked=%d lost=%d writes_back_after_ms=%d old_master_extra_bytes=%d\n",
@@ -218,7 +225,7 @@ func measureManualFailover(nsAddrs []string, group string) {
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(br), br)).To(Succeed())
 	Expect(br.Annotations).NotTo(HaveKey(v1alpha1.FailoverAnnotation))
 	Expect(refusesWrites(podServiceAddr(oldPod), l.topic)).To(Equal(remoting.ServiceNotAvailable))
-	res := l.finish()
+	res := l.finish(false)
 	acked, lost, stall := res.acked, res.lost, l.stall(res)
 	fmt.Printf("failover: mode=%s trigger=Manual acked=%d lost=%d writes_back_after_ms=%d old_master_extra_bytes=%d\n",
 		mode, acked, lost, back.Milliseconds(), *f.OldMasterExtraBytes)

@@ -224,7 +224,7 @@ func measureImageRoll(nsAddrs []string, tagSuffix string) {
 		}
 	}).WithTimeout(rollLimit - time.Minute).WithPolling(time.Second).Should(Succeed())
 	rolled := time.Since(t0)
-	res := l.finish()
+	res := l.finish(false)
 	stopPoll()
 	discMu.Lock()
 	var maxDisc time.Duration
