@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -137,7 +138,10 @@ func measureAutomaticFailover(nsAddrs []string, group string, kill bool) {
 		br.Spec.Failover = &v1alpha1.BrokerFailover{Mode: v1alpha1.FailoverAutomatic, AfterSeconds: afterSeconds}
 	})
 	mode := string(br.Spec.BrokerRole)
-	l := startFailoverLoad(nsAddrs, group, "-auto")
+	// Each measurement its own topic, consumer group and keys: a group that consumed an
+	// earlier run's topic would resume at its offsets.
+	suffix := "-auto-" + strings.ToLower(strings.ReplaceAll(mode, "_", "-"))
+	l := startFailoverLoad(nsAddrs, group, suffix)
 	before := groupStatus(group)
 	oldPod := before.Master.Pod
 	oldAddr := podServiceAddr(oldPod)
