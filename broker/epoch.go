@@ -15,6 +15,7 @@ import (
 	"github.com/openrmq/rocketmq-operator/broker/ha"
 	"github.com/openrmq/rocketmq-operator/broker/metadata"
 	"github.com/openrmq/rocketmq-operator/broker/store"
+	"github.com/openrmq/rocketmq-operator/pkg/admin"
 	"github.com/openrmq/rocketmq-operator/pkg/atomicfile"
 	"github.com/openrmq/rocketmq-operator/pkg/protocol"
 	"github.com/openrmq/rocketmq-operator/pkg/remoting"
@@ -263,25 +264,19 @@ func (b *Broker) handOverOffsets(addr string) error {
 	if resp.Code != remoting.Success {
 		return fmt.Errorf("GET_ALL_CONSUMER_OFFSET: code %d: %s", resp.Code, resp.Remark)
 	}
-	var theirs struct {
-		OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
-	}
-	if err := protocol.Decode(resp.Body, &theirs); err != nil {
+	theirs, err := decodeOffsetTable(resp.Body)
+	if err != nil {
 		return err
 	}
+	adm := admin.New(b.nsClient)
 	handed := 0
 	for _, q := range b.offsets.AppendAll(nil) {
 		off := min(q.Offset, b.store.MaxOffsetInQueue(q.Topic, q.QueueID))
-		if master, ok := theirs.OffsetTable[q.Topic+metadata.OffsetKeySeparator+q.Group][q.QueueID]; ok && off <= master {
+		if master, ok := theirs[q.Topic+metadata.OffsetKeySeparator+q.Group][q.QueueID]; ok && off <= master {
 			continue
 		}
-		h := consumerOffsetHeader{ConsumerGroup: q.Group, Topic: q.Topic, QueueID: q.QueueID, CommitOffset: off}
-		resp, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.UpdateConsumerOffset, remoting.EncodeHeader(&h), nil))
-		if err != nil {
+		if err := adm.CommitOffset(ctx, addr, q.Group, protocol.MessageQueue{Topic: q.Topic, QueueID: q.QueueID}, off); err != nil {
 			return err
-		}
-		if resp.Code != remoting.Success {
-			return fmt.Errorf("UPDATE_CONSUMER_OFFSET %s %s %d: code %d: %s", q.Group, q.Topic, q.QueueID, resp.Code, resp.Remark)
 		}
 		handed++
 	}
@@ -298,20 +293,11 @@ var errRejoinCut = errors.New("broker: commitlog cut requested; replication resu
 func (b *Broker) masterHistory(addr string) (ha.History, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	resp, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
+	table, err := admin.New(b.nsClient).RuntimeInfo(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	if resp.Code != remoting.Success {
-		return nil, fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
-	}
-	var kv struct {
-		Table map[string]string `json:"table"`
-	}
-	if err := protocol.Decode(resp.Body, &kv); err != nil {
-		return nil, err
-	}
-	return ha.ParseHistory(kv.Table["epochHistory"])
+	return ha.ParseHistory(table["epochHistory"])
 }
 
 // fence makes this master refuse writes: a name server knows a newer master of its

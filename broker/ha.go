@@ -239,13 +239,11 @@ func (a metadataApplier) ApplyConsumerOffsets(body []byte) error {
 	if !a.b.followsMaster.Load() {
 		return nil // not before the epoch check: see handOverOffsets
 	}
-	var w struct {
-		OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
-	}
-	if err := protocol.Decode(body, &w); err != nil {
+	table, err := decodeOffsetTable(body)
+	if err != nil {
 		return err
 	}
-	for k, qs := range w.OffsetTable {
+	for k, qs := range table {
 		topic, group, ok := splitOffsetKey(k)
 		if !ok {
 			continue
@@ -256,6 +254,18 @@ func (a metadataApplier) ApplyConsumerOffsets(body []byte) error {
 		a.b.offsets.Set(group, topic, qs)
 	}
 	return a.b.offsets.Persist(false)
+}
+
+// decodeOffsetTable reads GET_ALL_CONSUMER_OFFSET's body: "topic@group" -> queue id ->
+// offset.
+func decodeOffsetTable(body []byte) (map[string]map[int32]int64, error) {
+	var w struct {
+		OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
+	}
+	if err := protocol.Decode(body, &w); err != nil {
+		return nil, err
+	}
+	return w.OffsetTable, nil
 }
 
 func splitOffsetKey(k string) (topic, group string, ok bool) {

@@ -149,13 +149,8 @@ func (r *BrokerReconciler) driveFailover(ctx context.Context, br *v1alpha1.Broke
 // askedFailoverPending reports whether the group the annotation names still fails over
 // at the annotation's request (Fencing or Promoting); the annotation is removed otherwise.
 func askedFailoverPending(br *v1alpha1.Broker, name string) bool {
-	for i := range br.Status.Groups {
-		gs := &br.Status.Groups[i]
-		if gs.BrokerName == name {
-			return inProgress(gs.Failover) && gs.Failover.Trigger == v1alpha1.FailoverManual
-		}
-	}
-	return false
+	gs := resource.BrokerGroupStatusByName(br, name)
+	return gs != nil && inProgress(gs.Failover) && gs.Failover.Trigger == v1alpha1.FailoverManual
 }
 
 func isGroupOf(br *v1alpha1.Broker, name string) bool {

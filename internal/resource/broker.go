@@ -314,7 +314,12 @@ func BrokerPodConf(br *v1alpha1.Broker, i, ordinal int32) string {
 
 // BrokerGroupStatusOf is group i's entry in the status; nil before the first one.
 func BrokerGroupStatusOf(br *v1alpha1.Broker, i int32) *v1alpha1.BrokerGroupStatus {
-	name := BrokerName(i)
+	return BrokerGroupStatusByName(br, BrokerName(i))
+}
+
+// BrokerGroupStatusByName is the status entry of the group named name (broker-a); nil
+// when there is none.
+func BrokerGroupStatusByName(br *v1alpha1.Broker, name string) *v1alpha1.BrokerGroupStatus {
 	for k := range br.Status.Groups {
 		if br.Status.Groups[k].BrokerName == name {
 			return &br.Status.Groups[k]
