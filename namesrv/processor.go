@@ -87,8 +87,12 @@ func (n *NameServer) registerBroker(conn *remoting.Conn, req *remoting.Command) 
 	var stale *staleMasterError
 	if errors.As(err, &stale) {
 		result = regRefused
-		n.log.Warn("register broker refused: an older master than the group's", "cluster", h.ClusterName,
-			"broker", h.BrokerName, "addr", h.BrokerAddr, "masterEpoch", stale.epoch, "groupEpoch", stale.groupEpoch)
+		// A fenced master retries every few seconds until it is reconfigured.
+		if ok, held := n.staleLog.allow(time.Now()); ok {
+			n.log.Warn("register broker refused: an older master than the group's", "cluster", h.ClusterName,
+				"broker", h.BrokerName, "addr", h.BrokerAddr, "masterEpoch", stale.epoch, "groupEpoch", stale.groupEpoch,
+				"refusedSinceLastLine", held)
+		}
 		return req.NewResponse(remoting.SystemError, stale.Error()), nil
 	}
 	if err != nil {

@@ -28,6 +28,7 @@ type NameServer struct {
 	tls     *tlsconfig.Server // the listener's TLS (tls.server.*) and its certificate files
 
 	refusedLog logLimiter // registrations refused by maxBrokersPerConnection
+	staleLog   logLimiter // registrations refused as an older master than the group's
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -57,7 +58,7 @@ func New(cfg Config) (*NameServer, error) {
 		return nil, fmt.Errorf("namesrv: %w", err)
 	}
 	n := &NameServer{cfg: cfg, log: log, routes: newRouteTable(), kv: kv, tls: tlsSrv, stop: make(chan struct{}),
-		refusedLog: logLimiter{every: 10 * time.Second}}
+		refusedLog: logLimiter{every: 10 * time.Second}, staleLog: logLimiter{every: 10 * time.Second}}
 	if cfg.MetricsExporterType == metrics.ExporterProm {
 		if n.metrics, err = newNSMetrics(n, cfg); err != nil {
 			return nil, err
