@@ -187,7 +187,7 @@ func (r *BrokerReconciler) trackMaster(br *v1alpha1.Broker, st *brokerState, g i
 	}
 }
 
-// startFailover chooses the new master (target, or the Ready slave with the highest
+// startFailover chooses the new master (target, or the running slave with the highest
 // offset when target < 0) and fences the old one.
 func (r *BrokerReconciler) startFailover(ctx context.Context, br *v1alpha1.Broker, st *brokerState, g int32,
 	gs *v1alpha1.BrokerGroupStatus, trigger v1alpha1.FailoverMode, target int32) error {
@@ -196,7 +196,7 @@ func (r *BrokerReconciler) startFailover(ctx context.Context, br *v1alpha1.Broke
 		return err
 	}
 	from := gs.MasterOrdinal
-	to, offset, err := r.chooseSlave(ctx, br, st, g, from, target)
+	to, offset, err := r.chooseSlave(ctx, br, st, g, target)
 	if err != nil {
 		r.Recorder.Eventf(br, nil, corev1.EventTypeWarning, "FailoverImpossible", "Failover", "%s: %v", name, err)
 		return err
@@ -220,11 +220,11 @@ func (r *BrokerReconciler) startFailover(ctx context.Context, br *v1alpha1.Broke
 
 // chooseSlave returns the running slave with the highest commitlog offset (or target
 // when >= 0, if it runs), and that offset.
-func (r *BrokerReconciler) chooseSlave(ctx context.Context, br *v1alpha1.Broker, st *brokerState, g, master, target int32) (int32, int64, error) {
+func (r *BrokerReconciler) chooseSlave(ctx context.Context, br *v1alpha1.Broker, st *brokerState, g, target int32) (int32, int64, error) {
 	best, bestOff := int32(-1), int64(-1)
 	var why []string
-	for o := range br.Spec.ReplicasPerGroup {
-		if o == master || (target >= 0 && o != target) {
+	for _, o := range resource.BrokerSlaveOrdinals(br, g) {
+		if target >= 0 && o != target {
 			continue
 		}
 		pod := resource.BrokerPodName(br, g, o)
@@ -443,12 +443,4 @@ func parseCut(s string) (from, to int64, ok bool) {
 	from, err1 := strconv.ParseInt(a, 10, 64)
 	to, err2 := strconv.ParseInt(b, 10, 64)
 	return from, to, found && err1 == nil && err2 == nil
-}
-
-// configuredPermission is the brokerPermission the Broker's config gives its masters.
-func configuredPermission(br *v1alpha1.Broker) string {
-	if p, ok := br.Spec.Config["brokerPermission"]; ok {
-		return p
-	}
-	return "6"
 }

@@ -55,15 +55,11 @@ func (r *BrokerReconciler) observeMembers(ctx context.Context, br *v1alpha1.Brok
 	}
 	st.requeueWithin(replicationRefresh)
 	for g := range br.Spec.Groups {
-		m := resource.BrokerMasterOrdinal(br, g)
-		if !podReady(st.pods[resource.BrokerPodName(br, g, m)]) {
+		if !podReady(st.pods[resource.BrokerPodName(br, g, resource.BrokerMasterOrdinal(br, g))]) {
 			continue
 		}
 		slaves := map[string]int64{}
-		for id := range br.Spec.ReplicasPerGroup {
-			if id == m {
-				continue
-			}
+		for _, id := range resource.BrokerSlaveOrdinals(br, g) {
 			pod := resource.BrokerPodName(br, g, id)
 			if !podReady(st.pods[pod]) {
 				continue
@@ -146,10 +142,7 @@ func unregisteredPods(br *v1alpha1.Broker, st *brokerState, g int32) string {
 // bound, with their lag or why it is unknown; "" when none.
 func laggingSlaves(br *v1alpha1.Broker, st *brokerState, g int32) string {
 	var out []string
-	for id := range br.Spec.ReplicasPerGroup {
-		if id == resource.BrokerMasterOrdinal(br, g) {
-			continue
-		}
+	for _, id := range resource.BrokerSlaveOrdinals(br, g) {
 		pod := resource.BrokerPodName(br, g, id)
 		l, ok := st.lag[pod]
 		var why string

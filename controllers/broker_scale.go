@@ -42,6 +42,14 @@ const drainPoll = 10 * time.Second
 // readOnlyPermission is brokerPermission READ (4): PERM_WRITE withdrawn.
 const readOnlyPermission = "4"
 
+// configuredPermission is the brokerPermission the Broker's config gives its masters.
+func configuredPermission(br *v1alpha1.Broker) string {
+	if p, ok := br.Spec.Config["brokerPermission"]; ok {
+		return p
+	}
+	return "6"
+}
+
 // maxLagListed bounds the consumer groups and topics the ScaleIn message names per group.
 const maxLagListed = 5
 
@@ -212,12 +220,8 @@ func (r *BrokerReconciler) restoreWrite(ctx context.Context, br *v1alpha1.Broker
 	if err := st.access.err(); err != nil {
 		return err
 	}
-	perm := "6"
-	if p, ok := br.Spec.Config["brokerPermission"]; ok {
-		perm = p
-	}
 	return st.access.Admin.UpdateBrokerConfig(ctx, resource.BrokerMasterAddress(br, idx),
-		map[string]string{"brokerPermission": perm})
+		map[string]string{"brokerPermission": configuredPermission(br)})
 }
 
 // setScaleInCondition records what the draining groups wait for; once the last one is

@@ -342,6 +342,18 @@ func BrokerMasterOrdinal(br *v1alpha1.Broker, i int32) int32 {
 	return 0
 }
 
+// BrokerSlaveOrdinals are the ordinals of group i's pods other than its master's.
+func BrokerSlaveOrdinals(br *v1alpha1.Broker, i int32) []int32 {
+	m := BrokerMasterOrdinal(br, i)
+	var out []int32
+	for o := range br.Spec.ReplicasPerGroup {
+		if o != m {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // BrokerID is the brokerId of group i's pod of ordinal ordinal: 0 for the master; the
 // master's ordinal for the pod of ordinal 0 once a failover moved the master (they swap);
 // the ordinal for the others.
