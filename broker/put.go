@@ -20,7 +20,7 @@ import (
 // The long-poll notification needs no call here: the store's dispatcher reports each
 // record once its consume-queue entry exists (store.OnArrival, registered in New), which
 // is when a held pull can read it. Waiting for a SYNC_MASTER's slave stays with the
-// callers: a send waits off its worker (ReplyLater), a stored reply in place.
+// callers: a send waits off its worker (ReplyDeferred, ReplyLater), a stored reply in place.
 type putPath struct {
 	store  *store.Store
 	wakeHA func() // the master's HA writers (notifyHA); a no-op elsewhere
@@ -43,12 +43,12 @@ const (
 	putInternal
 )
 
-// append appends msgs (one topic and queue) and runs the write's side effects; durable
-// waits for the flush as store.AppendMessages' does and must be called once.
-func (p *putPath) append(msgs []*message.Message, kind putKind) (*store.PutResult, func() store.PutStatus, error) {
+// append appends msgs (one topic and queue) and runs the write's side effects; the
+// caller waits for durable or is notified of it, once, as with store.AppendMessages.
+func (p *putPath) append(msgs []*message.Message, kind putKind) (*store.PutResult, store.Durable, error) {
 	res, durable, err := p.store.AppendMessages(msgs)
 	if err != nil {
-		return nil, nil, err
+		return nil, durable, err
 	}
 	p.wakeHA()
 	switch kind {
@@ -66,7 +66,7 @@ func (p *putPath) put(kind putKind, msgs ...*message.Message) (*store.PutResult,
 	if err != nil {
 		return nil, err
 	}
-	res.Status = durable()
+	res.Status = durable.Wait()
 	return res, nil
 }
 

@@ -171,7 +171,7 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 	}
 	// Java's putMessage waits for the flush and a SYNC_MASTER's slave; their timeouts
 	// still count as stored.
-	durable()
+	durable.Wait()
 	if b.syncMasterWait(c, m.Properties) {
 		ctx, cancel := context.WithTimeout(context.Background(), c.SlaveTimeout)
 		_ = b.haServer.WaitForSlave(ctx, res.PhysicalOffset+int64(res.Size))

@@ -153,28 +153,38 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	resp.SetField(message.PropertyTraceSwitch, "true")
 	waitSlave := b.syncMasterWait(c, h.Properties)
 	if c.FlushDiskType != store.SyncFlush && !waitSlave {
-		durable() // returns at once
+		durable.Wait() // returns at once
 		b.metrics.stored(putStart)
 		return resp, nil
 	}
 	// Wait for the group commit and/or the slave off the send pool, as Java 4.9's async
 	// put does: a worker held per waiting send would cap throughput at the pool size.
-	// As there, the slave's answer decides over the flush's, and the slave's time
+	flushed := func(st store.PutStatus) {
+		if st == store.PutFlushDiskTimeout {
+			resp.Code = remoting.FlushDiskTimeout
+			resp.Remark = "flush disk timeout"
+		}
+		b.metrics.stored(putStart)
+	}
+	if !waitSlave {
+		// Answered from the group commit's notification: no goroutine per waiting send.
+		answer := b.server.ReplyDeferred(conn, req)
+		durable.Notify(func(st store.PutStatus) {
+			flushed(st)
+			answer(resp)
+		})
+		return nil, nil
+	}
+	// As in Java, the slave's answer decides over the flush's, and the slave's time
 	// (slaveTimeout) runs from the append, alongside the flush.
 	end := res.PhysicalOffset + int64(res.Size)
 	timeout := c.SlaveTimeout // not c in the closure: c would escape, a copy per send
 	start := time.Now()
 	b.server.ReplyLater(conn, req, func() *remoting.Command {
-		if durable() == store.PutFlushDiskTimeout {
-			resp.Code = remoting.FlushDiskTimeout
-			resp.Remark = "flush disk timeout"
-		}
-		b.metrics.stored(putStart)
-		if waitSlave {
-			ctx, cancel := context.WithDeadline(context.Background(), start.Add(timeout))
-			b.waitSlave(ctx, end, resp)
-			cancel()
-		}
+		flushed(durable.Wait())
+		ctx, cancel := context.WithDeadline(context.Background(), start.Add(timeout))
+		b.waitSlave(ctx, end, resp)
+		cancel()
 		return resp
 	})
 	return nil, nil

@@ -63,7 +63,8 @@
 # BENCH_JAVA_CLIENT_WARMUP (3s), BENCH_JAVA_CLIENT_OPTS (JVM options of the Java client,
 # "-Xms512m -Xmx512m -XX:+UseG1GC"), BENCH_THREADS ("16 64"), BENCH_SIZE (1024),
 # BENCH_DURATION (20s), BENCH_WARMUP (5s), BENCH_SYNC_FLUSH (1: also run the producer with
-# SYNC_FLUSH), BENCH_CONSUME (1), BENCH_SEGMENT_MB (1024), BENCH_JAVA_HEAP_MB (1024),
+# SYNC_FLUSH), BENCH_FLUSHES (the flush modes to run, overriding BENCH_SYNC_FLUSH: say
+# "SYNC_FLUSH" for that mode alone), BENCH_CONSUME (1), BENCH_SEGMENT_MB (1024), BENCH_JAVA_HEAP_MB (1024),
 # BENCH_WORK_DIR (stores and logs; default a new temp dir, removed after a successful run
 # unless BENCH_KEEP=1; after a failure only the stores are removed), BENCH_OUT (also write
 # the table to this file), BENCH_SKIP_BUILD (0), JAVA_HOME, plus what hack/compat.sh reads
@@ -495,6 +496,7 @@ run_overload() { # kind flush dir (rmqbench only: asynchronous sends)
 # --- 4. The runs -----------------------------------------------------------------------------
 flushes="ASYNC_FLUSH"
 [[ $do_sync == 1 ]] && flushes="ASYNC_FLUSH SYNC_FLUSH"
+flushes=${BENCH_FLUSHES:-$flushes}
 if [[ $do_overload == 1 && " $clients " != *" go "* ]]; then
   log "BENCH_OVERLOAD=1: the overload run needs rmqbench's asynchronous sends; skipped (BENCH_CLIENT has no go)"
 fi

@@ -1,10 +1,13 @@
 package store
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/openrmq/rocketmq-operator/pkg/message"
 )
 
 func TestSyncFlushGroupCommit(t *testing.T) {
@@ -89,5 +92,49 @@ func TestAsyncFlushInBackground(t *testing.T) {
 			t.Fatalf("not flushed in background: flushed %d checkpoint %+v", s.FlushedOffset(), ck)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Under SYNC_FLUSH every Notify runs once, after its records are durable, on whichever
+// flush covers them; concurrent appenders share flushes.
+func TestNotifyAnswersEachAppendOnceDurable(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	var rounds atomic.Int64
+	cfg.OnGroupCommit = func(int) { rounds.Add(1) }
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	const writers, per = 8, 50
+	var answered, early atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				res, durable, err := s.AppendMessages([]*message.Message{newMsg("N", int32(w%2), fmt.Sprintf("m%d", i), nil)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				end := res.PhysicalOffset + int64(res.Size)
+				done := make(chan struct{})
+				durable.Notify(func(st PutStatus) {
+					if st != PutOK || s.FlushedOffset() < end {
+						early.Add(1)
+					}
+					answered.Add(1)
+					close(done) // a second call would panic
+				})
+				<-done
+			}
+		}()
+	}
+	wg.Wait()
+	if answered.Load() != writers*per || early.Load() != 0 {
+		t.Fatalf("answered %d of %d, %d before durable or not PUT_OK", answered.Load(), writers*per, early.Load())
+	}
+	if rounds.Load() == 0 {
+		t.Fatal("no group commit reported")
 	}
 }

@@ -55,34 +55,54 @@ func (s *Store) PutMessages(msgs []*message.Message) (*PutResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Status = durable()
+	res.Status = durable.Wait()
 	return res, nil
 }
 
 // AppendMessages is PutMessages without the wait for SYNC_FLUSH, so that a
-// caller need not hold a thread while the group commit runs: durable blocks
-// until the records are durable and returns the final status (PutOK at once
-// under ASYNC_FLUSH). The caller must call durable exactly once.
-func (s *Store) AppendMessages(msgs []*message.Message) (res *PutResult, durable func() PutStatus, err error) {
+// caller need not hold a thread while the group commit runs. The caller must
+// call durable's Wait or Notify exactly once.
+func (s *Store) AppendMessages(msgs []*message.Message) (res *PutResult, durable Durable, err error) {
 	if s.gc == nil {
 		res, err = s.appendBatch(msgs)
-		return res, func() PutStatus { return PutOK }, err
+		return res, Durable{}, err
 	}
-	// Counted from entry until the wait ends, so that the group commit's
-	// gather step can wait for appenders on their way to it.
+	// Counted from entry until the registration with the group commit, so that
+	// its gather step can wait for appenders on their way to it.
 	s.gc.inflight.Add(1)
 	if res, err = s.appendBatch(msgs); err != nil {
 		s.gc.inflight.Add(-1)
-		return nil, nil, err
+		return nil, Durable{}, err
 	}
-	end := res.PhysicalOffset + int64(res.Size)
-	return res, func() PutStatus {
-		defer s.gc.inflight.Add(-1)
-		if !s.gc.wait(end) {
-			return PutFlushDiskTimeout
-		}
+	return res, Durable{gc: s.gc, end: res.PhysicalOffset + int64(res.Size)}, nil
+}
+
+// Durable is an append's durability: under SYNC_FLUSH, the group commit's
+// fdatasync of its records; nothing to wait for under ASYNC_FLUSH.
+type Durable struct {
+	gc  *groupCommit // nil: ASYNC_FLUSH
+	end int64
+}
+
+// Notify runs done with the final status once the records are durable (PutOK),
+// or PutFlushDiskTimeout after SyncFlushTimeout or a failed flush: at once under
+// ASYNC_FLUSH, else on the store's flush goroutine, so done must not block.
+func (d Durable) Notify(done func(PutStatus)) {
+	if d.gc == nil {
+		done(PutOK)
+		return
+	}
+	d.gc.notify(d.end, done)
+}
+
+// Wait blocks until Notify would run, and returns its status.
+func (d Durable) Wait() PutStatus {
+	if d.gc == nil {
 		return PutOK
-	}, nil
+	}
+	ch := make(chan PutStatus, 1)
+	d.gc.notify(d.end, func(st PutStatus) { ch <- st })
+	return <-ch
 }
 
 // AppendHeldFor is how long the append under way has held the commitlog, 0 when none

@@ -407,6 +407,19 @@ func (s *Server) ReplyLater(c *Conn, req *Command, answer func() *Command) {
 
 func (s *Server) reply(c *Conn, req, resp *Command) { _ = s.Reply(c, req, resp) }
 
+// ReplyDeferred is ReplyLater for an answer that a callback delivers rather than a
+// goroutine computes (a store's flush notification): it returns the function that
+// answers req, to be called exactly once, from any goroutine, without blocking it.
+// Shutdown waits for it as for a running handler. Call it only from a handler, which
+// then returns nil.
+func (s *Server) ReplyDeferred(c *Conn, req *Command) (answer func(*Command)) {
+	s.inflight.Add(1) // the calling handler is still counted: no race with Shutdown's Wait
+	return func(resp *Command) {
+		defer s.inflight.Done()
+		s.reply(c, req, resp)
+	}
+}
+
 // Reply answers req, a request a handler held and returned nil for (a long poll), from
 // any goroutine: as the server answers the others, OnReply included.
 func (s *Server) Reply(c *Conn, req, resp *Command) error {
