@@ -200,20 +200,41 @@ func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total
 	if !counted {
 		res.QueueOffset = 0 // RocketMQ stores prepared/rollback records with queue offset 0
 	}
-	p := pos
+	// Under SYNC_FLUSH the records are encoded in a buffer and written with one pwrite:
+	// every fdatasync write-protects the pages it cleans, so stores into the mapping
+	// fault again at each group commit (a fifth of a send's CPU). Under ASYNC_FLUSH a
+	// page faults about once, and the store into the mapping is cheaper than a syscall.
+	viaFile := s.gc != nil
+	dst := seg.Data[pos : pos+total]
+	if viaFile {
+		if cap(s.appendBuf) < total {
+			s.appendBuf = make([]byte, total)
+		}
+		dst = s.appendBuf[:total]
+	}
+	p := 0
 	for i, m := range msgs {
 		st := message.Stamp{
-			PhysicalOffset: seg.Start + int64(p), StoreTimestamp: now,
+			PhysicalOffset: seg.Start + int64(pos+p), StoreTimestamp: now,
 			StoreHost: s.cfg.StoreHost, BodyCRC: crcs[i],
 		}
 		if counted {
 			st.QueueOffset = qoff + int64(i)
 		}
-		message.EncodeRecord(seg.Data[p:p+sizes[i]], m, &st)
+		message.EncodeRecord(dst[p:p+sizes[i]], m, &st)
 		p += sizes[i]
 	}
-	// Publish: the records are complete in the mapping before wrote moves.
-	s.cl.wrote.Store(seg.Start + int64(p))
+	if viaFile {
+		if err := seg.WriteAt(dst, pos); err != nil {
+			s.writeErr = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+			return nil, s.writeErr
+		}
+		if cap(s.appendBuf) > maxKeptAppendBuf {
+			s.appendBuf = nil // a large batch's buffer is not kept
+		}
+	}
+	// Publish: the records are complete in the file (and so the mapping) before wrote moves.
+	s.cl.wrote.Store(seg.Start + int64(pos+p))
 	if counted {
 		s.queueTable[key] = qoff + int64(len(msgs))
 	}
@@ -223,6 +244,9 @@ func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total
 	}
 	return res, nil
 }
+
+// maxKeptAppendBuf is the largest append buffer kept for the next append.
+const maxKeptAppendBuf = 1 << 20
 
 // queueOffsetLocked returns the next queue offset of key. putMu held.
 func (s *Store) queueOffsetLocked(key cqKey) int64 {

@@ -45,6 +45,7 @@ type Store struct {
 	appendSince  atomic.Int64    // cfg clock (UnixNano) when the append holding putMu took it; 0 when none
 	queueTable   map[cqKey]int64 // next queue offset per queue; under putMu
 	writeErr     error           // sticky write failure; under putMu
+	appendBuf    []byte          // the records of the append under way; under putMu
 	kickDisp     chan struct{}   // wakes the dispatcher
 	dispatched   atomic.Int64    // records below are in consume queues and index
 	unqueueable  atomic.Int64    // records dispatched without a queue (queueable)

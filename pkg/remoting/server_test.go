@@ -377,18 +377,37 @@ func TestServeSurvivesAcceptError(t *testing.T) {
 	}
 }
 
-// A handler that hands its answer to ReplyLater gives its worker back: with one worker,
+// A handler that hands its answer to ReplyLater (a goroutine) or ReplyDeferred
+// (a callback) gives its worker back: with one worker,
 // a second request is served while the first still waits, and Shutdown waits for the
 // late answer before closing the connection.
-func TestReplyLaterFreesTheWorkerAndDelaysShutdown(t *testing.T) {
+func TestLateReplyFreesTheWorkerAndDelaysShutdown(t *testing.T) {
+	later := map[string]func(s *Server, c *Conn, req *Command, finish <-chan struct{}){
+		"ReplyLater": func(s *Server, c *Conn, req *Command, finish <-chan struct{}) {
+			s.ReplyLater(c, req, func() *Command {
+				<-finish
+				return req.NewResponse(Success, "durable")
+			})
+		},
+		"ReplyDeferred": func(s *Server, c *Conn, req *Command, finish <-chan struct{}) {
+			answer := s.ReplyDeferred(c, req)
+			go func() {
+				<-finish
+				answer(req.NewResponse(Success, "durable"))
+			}()
+		},
+	}
+	for name, reply := range later {
+		t.Run(name, func(t *testing.T) { testLateReply(t, reply) })
+	}
+}
+
+func testLateReply(t *testing.T, reply func(s *Server, c *Conn, req *Command, finish <-chan struct{})) {
 	finish := make(chan struct{})
 	s := NewServer(ServerConfig{Logger: slog.New(slog.DiscardHandler)})
 	pool := s.NewPool("one", 1, 0)
 	s.Handle(SendMessage, HandlerFunc(func(_ context.Context, c *Conn, req *Command) *Command {
-		s.ReplyLater(c, req, func() *Command {
-			<-finish
-			return req.NewResponse(Success, "durable")
-		})
+		reply(s, c, req, finish)
 		return nil
 	}), pool)
 	s.Handle(HeartBeat, echo, pool)

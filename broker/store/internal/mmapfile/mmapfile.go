@@ -171,6 +171,20 @@ func (m *File) Sync() error {
 	return nil
 }
 
+// WriteAt writes b at pos through the file (pwrite), not through the mapping, which
+// sees the bytes at once (one page cache). It costs a syscall where a store into the
+// mapping costs page faults: on first touch, and again after every fdatasync, which
+// write-protects the pages it cleans; and an I/O error is an error, not a fault.
+func (m *File) WriteAt(b []byte, pos int) error {
+	if pos < 0 || pos+len(b) > len(m.Data) {
+		return fmt.Errorf("write %s: [%d, %d) outside its %d bytes", m.Path, pos, pos+len(b), len(m.Data))
+	}
+	if _, err := m.f.WriteAt(b, int64(pos)); err != nil {
+		return fmt.Errorf("write %s: %w", m.Path, err)
+	}
+	return nil
+}
+
 // Hold takes a reader reference; it fails once the file is released.
 func (m *File) Hold() bool {
 	for {

@@ -88,3 +88,22 @@ func TestZeroFrom(t *testing.T) {
 		t.Fatal("ZeroFrom did not zero exactly the tail")
 	}
 }
+
+func TestWriteAtIsSeenInTheMappingAndBounded(t *testing.T) {
+	f, err := Create(filepath.Join(t.TempDir(), Name(0)), 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.WriteAt([]byte("record"), 4090); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(f.Data[4090:]); got != "record" {
+		t.Fatalf("mapping holds %q", got)
+	}
+	for _, pos := range []int{4091, -1} {
+		if err := f.WriteAt([]byte("record"), pos); err == nil {
+			t.Errorf("WriteAt(%d) past the file's 4096 bytes: no error", pos)
+		}
+	}
+}
