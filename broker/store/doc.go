@@ -85,7 +85,9 @@
 //
 //   - One writer (Store.putMu). Store.cl.wrote is the end of the last
 //     complete record and moves only after the record bytes are in the
-//     mapping, so readers never see a partial record.
+//     mapping (stored into it, or under SYNC_FLUSH written with pwrite, which
+//     the mapping shares a page cache with), so readers never see a partial
+//     record.
 //   - dispatched <= wrote; every consume-queue and index entry points at a
 //     complete record below dispatched, or (consume queue) is a gap entry.
 //   - Queue offsets of a queue are dense; the consume queue is written in
