@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,7 +111,7 @@ func TestNotifyAnswersEachAppendOnceDurable(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range per {
-				res, durable, err := s.AppendMessages([]*message.Message{newMsg("N", int32(w%2), fmt.Sprintf("m%d", i), nil)})
+				res, durable, err := s.AppendMessages([]*message.Message{newMsg("N", int32(w%2), body(i), nil)})
 				if err != nil {
 					t.Error(err)
 					return

@@ -96,6 +96,7 @@ func (g *groupCommit) run() {
 		g.s.noteWriteErr(err)
 		g.answer(err != nil, stopping)
 		if stopping {
+			g.timer.Stop() // nothing is left for it to expire
 			return
 		}
 	}

@@ -396,12 +396,9 @@ func (s *Server) serve(h Handler, c *Conn, req *Command) (resp *Command) {
 // worker back. Shutdown waits for these answers as for running handlers. Call it only
 // from a handler, which then returns nil.
 func (s *Server) ReplyLater(c *Conn, req *Command, answer func() *Command) {
-	// The calling handler is still counted, so this Add cannot race Shutdown's Wait
-	// from zero.
-	s.inflight.Add(1)
+	reply := s.ReplyDeferred(c, req)
 	go func() {
-		defer s.inflight.Done()
-		s.reply(c, req, s.serve(HandlerFunc(func(context.Context, *Conn, *Command) *Command { return answer() }), c, req))
+		reply(s.serve(HandlerFunc(func(context.Context, *Conn, *Command) *Command { return answer() }), c, req))
 	}()
 }
 
