@@ -56,6 +56,26 @@ func TestOurAdminClientAgainstJavaBroker(t *testing.T) {
 	createTopic(t, f, newAdmin(t, f), topic, queues)
 	beforeSend := time.Now().UnixMilli()
 	sendToEveryQueue(t, f, topic, queues, perQueue)
+	// The Java broker answers SEND_OK once the commitlog holds a message and builds the
+	// consume queues after it (ReputMessageService): wait until every queue counts its five.
+	err = eventually(30*time.Second, 50*time.Millisecond, func() error {
+		offsets, err := adm.TopicStats(ctx, f.broker.Addr, topic)
+		if err != nil {
+			return err
+		}
+		if len(offsets) != queues {
+			return fmt.Errorf("stats for %d queues, want %d", len(offsets), queues)
+		}
+		for mq, o := range offsets {
+			if o.MaxOffset != perQueue {
+				return fmt.Errorf("%s has max offset %d, want %d", mq, o.MaxOffset, perQueue)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the Java broker's consume queues: %v", err)
+	}
 	for q := range int32(queues) {
 		if err := adm.CommitOffset(ctx, f.broker.Addr, group, protocol.MessageQueue{Topic: topic, BrokerName: f.broker.Name, QueueID: q}, 2); err != nil {
 			t.Fatalf("CommitOffset queue %d: %v", q, err)
