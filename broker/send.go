@@ -39,23 +39,25 @@ type sendHeader struct {
 	MaxReconsumeTimes     *int32 `rmq:"maxReconsumeTimes"`
 }
 
-// sendV2Letters maps the V1 names of a send's fields to SendMessageRequestHeaderV2's
-// letters; batches and SEND_REPLY_MESSAGE_V2 use them too.
-var sendV2Letters = map[string]string{
+// sendV2Letters decodes a send's header as SendMessageRequestHeaderV2 carries it: each
+// field under a single letter; batches and SEND_REPLY_MESSAGE_V2 use them too.
+var sendV2Letters = remoting.NewRenamedHeader(sendHeader{}, map[string]string{
 	"producerGroup": "a", "topic": "b", "defaultTopic": "c", "defaultTopicQueueNums": "d",
 	"queueId": "e", "sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i",
 	"reconsumeTimes": "j", "unitMode": "k", "maxReconsumeTimes": "l", "batch": "m", "bname": "n",
-}
+})
 
 func decodeSendHeader(req *remoting.Command) (*sendHeader, error) {
-	var rename map[string]string
-	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
-		if _, v1 := req.ExtFields["topic"]; !v1 {
-			rename = sendV2Letters
-		}
-	}
 	h := &sendHeader{}
-	if err := remoting.DecodeHeaderRenamed(req, h, rename); err != nil {
+	_, v1Names := req.ExtFields["topic"]
+	v2 := req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2
+	var err error
+	if v2 && !v1Names {
+		err = sendV2Letters.Decode(req, h)
+	} else {
+		err = remoting.DecodeHeader(req, h)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return h, nil

@@ -3,6 +3,7 @@ package remoting
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,26 +21,73 @@ import (
 
 // DecodeHeader fills the struct pointed to by dst from c's extFields. A missing required
 // field or an unparsable value is an error that names the field, fit for a remark.
-func DecodeHeader(c *Command, dst any) error { return DecodeHeaderRenamed(c, dst, nil) }
-
-// DecodeHeaderRenamed is DecodeHeader for a header whose fields may travel under other
-// names: rename maps a field's tag name to the name it is sent under (SEND_MESSAGE_V2's
-// single letters); a field absent under that name is looked up under its own.
-func DecodeHeaderRenamed(c *Command, dst any, rename map[string]string) error {
-	v := reflect.ValueOf(dst)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("remoting: DecodeHeader needs a non-nil pointer to a struct, not %T", dst)
+func DecodeHeader(c *Command, dst any) error {
+	v, err := headerStruct(dst)
+	if err != nil {
+		return err
 	}
-	v = v.Elem()
 	fields, err := headerFieldsOf(v.Type())
 	if err != nil {
 		return err
 	}
+	return decodeFields(c, v, fields)
+}
+
+// RenamedHeader decodes one struct type of header whose fields may travel under other
+// names (SEND_MESSAGE_V2's single letters): a field is looked up under its other name
+// first, then under its own. The names are resolved once, when it is made: per request
+// they cost a send as much as the rest of its header decoding.
+type RenamedHeader struct {
+	t      reflect.Type
+	fields []headerField
+}
+
+// NewRenamedHeader makes the decoder of proto's type (a struct or a pointer to one);
+// rename maps a field's tag name to the name it is sent under. A type that cannot be a
+// header is a programming error, and panics.
+func NewRenamedHeader(proto any, rename map[string]string) *RenamedHeader {
+	t := reflect.TypeOf(proto)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	fields, err := headerFieldsOf(t)
+	if err != nil {
+		panic(err)
+	}
+	fields = slices.Clone(fields)
+	for i := range fields {
+		fields[i].alias = rename[fields[i].name]
+	}
+	return &RenamedHeader{t: t, fields: fields}
+}
+
+// Decode fills the struct pointed to by dst, of the decoder's type, as DecodeHeader does.
+func (h *RenamedHeader) Decode(c *Command, dst any) error {
+	v, err := headerStruct(dst)
+	if err != nil {
+		return err
+	}
+	if v.Type() != h.t {
+		return fmt.Errorf("remoting: a decoder of %s cannot decode into %s", h.t, v.Type())
+	}
+	return decodeFields(c, v, h.fields)
+}
+
+// headerStruct returns the struct dst points to.
+func headerStruct(dst any) (reflect.Value, error) {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, fmt.Errorf("remoting: DecodeHeader needs a non-nil pointer to a struct, not %T", dst)
+	}
+	return v.Elem(), nil
+}
+
+func decodeFields(c *Command, v reflect.Value, fields []headerField) error {
 	for _, f := range fields {
 		var raw string
 		ok := false
-		if sent, renamed := rename[f.name]; renamed {
-			raw, ok = c.ExtFields[sent]
+		if f.alias != "" {
+			raw, ok = c.ExtFields[f.alias]
 		}
 		if !ok {
 			raw, ok = c.ExtFields[f.name]
@@ -61,6 +109,7 @@ func DecodeHeaderRenamed(c *Command, dst any, rename map[string]string) error {
 type headerField struct {
 	index    int
 	name     string
+	alias    string // the name it is looked up under first; "": none (RenamedHeader)
 	required bool
 }
 

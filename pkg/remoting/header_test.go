@@ -74,25 +74,35 @@ func TestDecodeHeaderErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// TestDecodeHeaderRenamed: fields sent under their renamed names (SEND_MESSAGE_V2's
-// letters) are read from there, others under their own names; errors name the field.
-func TestDecodeHeaderRenamed(t *testing.T) {
-	rename := map[string]string{"consumerGroup": "a", "queueId": "b", "subVersion": "c"}
+// TestRenamedHeader: fields sent under their renamed names (SEND_MESSAGE_V2's letters)
+// are read from there, others under their own names; errors name the field; the
+// renaming does not leak into DecodeHeader of the same type.
+func TestRenamedHeader(t *testing.T) {
+	dec := NewRenamedHeader(pullHeader{}, map[string]string{"consumerGroup": "a", "queueId": "b", "subVersion": "c"})
 	var h pullHeader
-	if err := DecodeHeaderRenamed(&Command{ExtFields: map[string]string{"a": "g", "b": "3", "queueOffset": "9", "": "x"}}, &h, rename); err != nil {
+	if err := dec.Decode(&Command{ExtFields: map[string]string{"a": "g", "b": "3", "queueOffset": "9", "": "x"}}, &h); err != nil {
 		t.Fatal(err)
 	}
 	if want := (pullHeader{ConsumerGroup: "g", QueueID: 3, QueueOffset: 9}); !reflect.DeepEqual(h, want) {
-		t.Fatalf("DecodeHeaderRenamed = %+v, want %+v", h, want)
+		t.Fatalf("Decode = %+v, want %+v", h, want)
 	}
-	// A renamed field sent under its own name is still found.
+	// A renamed field sent under its own name is still found; the renamed one wins.
 	h = pullHeader{}
-	if err := DecodeHeaderRenamed(&Command{ExtFields: map[string]string{"consumerGroup": "g", "b": "1"}}, &h, rename); err != nil || h.ConsumerGroup != "g" {
-		t.Fatalf("DecodeHeaderRenamed = %+v, %v", h, err)
+	if err := dec.Decode(&Command{ExtFields: map[string]string{"consumerGroup": "g", "b": "1", "queueId": "2"}}, &h); err != nil || h.ConsumerGroup != "g" || h.QueueID != 1 {
+		t.Fatalf("Decode = %+v, %v", h, err)
 	}
-	err := DecodeHeaderRenamed(&Command{ExtFields: map[string]string{"a": "g", "b": "one"}}, &h, rename)
+	err := dec.Decode(&Command{ExtFields: map[string]string{"a": "g", "b": "one"}}, &h)
 	if err == nil || !strings.Contains(err.Error(), "<queueId> is invalid") {
-		t.Fatalf("DecodeHeaderRenamed error %v, want one naming <queueId>", err)
+		t.Fatalf("Decode error %v, want one naming <queueId>", err)
+	}
+	if err := DecodeHeader(&Command{ExtFields: map[string]string{"a": "g", "b": "3"}}, &h); err == nil || !strings.Contains(err.Error(), "<consumerGroup> is null") {
+		t.Fatalf("DecodeHeader of letters: %v, want <consumerGroup> is null", err)
+	}
+	type other struct {
+		Topic string `rmq:"topic"`
+	}
+	if err := dec.Decode(&Command{}, &other{}); err == nil {
+		t.Fatal("Decode into another type: no error")
 	}
 }
 
