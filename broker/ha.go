@@ -166,8 +166,8 @@ func (b *Broker) syncMasterWait(c config.Config, props string) bool {
 	if c.BrokerRole != config.SyncMaster || b.haServer == nil {
 		return false
 	}
-	v, ok := message.LookupProperty([]byte(props), message.PropertyWaitStoreMsgOK)
-	return !ok || string(v) != "false"
+	v, ok := message.LookupProperty(props, message.PropertyWaitStoreMsgOK)
+	return !ok || v != "false"
 }
 
 // waitSlave waits for a slave to acknowledge end and sets resp's code as 4.9.7's

@@ -256,8 +256,8 @@ func (m *brokerMetrics) toDLQ(group string, msg *message.Message, fallbackTopic 
 		return
 	}
 	topic := fallbackTopic
-	if v, ok := message.LookupProperty([]byte(msg.Properties), message.PropertyRetryTopic); ok && len(v) > 0 {
-		topic = string(v)
+	if v, ok := message.LookupProperty(msg.Properties, message.PropertyRetryTopic); ok && len(v) > 0 {
+		topic = v
 	}
 	m.dlq.get(topicGroup{topic, group}).Add(1)
 }

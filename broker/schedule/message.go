@@ -30,7 +30,11 @@ func Level(queueID int32) int { return int(queueID) + 1 }
 // DelayLevel returns the DELAY property of m (0 without one or when it
 // does not parse).
 func DelayLevel(m *message.Message) int {
-	v, err := strconv.Atoi(m.Property(message.PropertyDelayTimeLevel))
+	p, ok := message.LookupProperty(m.Properties, message.PropertyDelayTimeLevel)
+	if !ok {
+		return 0 // most messages: no parse, whose error is an allocation
+	}
+	v, err := strconv.Atoi(p)
 	if err != nil {
 		return 0
 	}
@@ -76,14 +80,14 @@ func ToSchedule(m *message.Message, maxLevel int) (bool, error) {
 // not wait for flush or slaves and is not scheduled again (only
 // SCHEDULE_TOPIC_XXXX entries are), so nothing here needs the cleared map.
 func Restore(m *message.MessageExt) (*message.Message, error) {
-	topic, _ := message.LookupProperty([]byte(m.Properties), message.PropertyRealTopic)
-	rq, _ := message.LookupProperty([]byte(m.Properties), message.PropertyRealQueueID)
-	qid, err := strconv.Atoi(string(rq))
+	topic, _ := message.LookupProperty(m.Properties, message.PropertyRealTopic)
+	rq, _ := message.LookupProperty(m.Properties, message.PropertyRealQueueID)
+	qid, err := strconv.Atoi(rq)
 	if len(topic) == 0 || err != nil || qid < 0 {
 		return nil, fmt.Errorf("%w: at commitlog offset %d", ErrNotScheduled, m.PhysicalOffset)
 	}
 	return &message.Message{
-		Topic: string(topic), QueueID: int32(qid), Flag: m.Flag, SysFlag: m.SysFlag,
+		Topic: topic, QueueID: int32(qid), Flag: m.Flag, SysFlag: m.SysFlag,
 		Body: m.Body, Properties: m.Properties, BornTimestamp: m.BornTimestamp, BornHost: m.BornHost,
 		ReconsumeTimes: m.ReconsumeTimes, PreparedTransactionOffset: m.PreparedTransactionOffset,
 	}, nil

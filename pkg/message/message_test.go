@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -128,6 +129,17 @@ func TestProperties(t *testing.T) {
 	}
 	if _, ok := LookupProperty([]byte(s), "c"); ok {
 		t.Fatal("lookup c found")
+	}
+	// A string is searched where it is: every send looks up a few properties of the
+	// string a producer sent, and a copy to bytes was an allocation each.
+	long := strings.Repeat("x", 200)
+	props := AppendProperty(s, "LONG", long)
+	if n := testing.AllocsPerRun(100, func() {
+		if v, ok := LookupProperty(props, "LONG"); !ok || v != long {
+			t.Fatalf("lookup LONG: %.10q %v", v, ok)
+		}
+	}); n != 0 {
+		t.Fatalf("LookupProperty of a string: %v allocations, want 0", n)
 	}
 	for _, bad := range []map[string]string{{"k\x01": "v"}, {"k": "v\x02"}, {"": "v"}} {
 		if _, err := EncodeProperties(bad); !errors.Is(err, ErrBadProperties) {
@@ -261,5 +273,22 @@ func TestPropertiesEdit(t *testing.T) {
 	p.Set("bad", "x\x02y")
 	if _, err := p.Encode(); err == nil {
 		t.Error("a separator in a value encoded")
+	}
+}
+
+// TestCreateOffsetMsgIDAsJava: Java's MessageDecoder.createMessageId, upper-case hex of
+// the store host's address, its port and the commitlog offset.
+func TestCreateOffsetMsgIDAsJava(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		off  int64
+		want string
+	}{
+		{"192.168.1.2:10911", 0x1234, "C0A8010200002A9F0000000000001234"},
+		{"[2001:db8::1]:10911", -1, "20010DB800000000000000000000000100002A9FFFFFFFFFFFFFFFFF"},
+	} {
+		if got := CreateOffsetMsgID(netip.MustParseAddrPort(tc.host), tc.off); got != tc.want {
+			t.Errorf("CreateOffsetMsgID(%s, %d) = %s, want %s", tc.host, tc.off, got, tc.want)
+		}
 	}
 }

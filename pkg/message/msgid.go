@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // ErrBadMsgID reports an offsetMsgId that cannot be parsed.
@@ -18,7 +17,14 @@ func CreateOffsetMsgID(storeHost netip.AddrPort, physicalOffset int64) string {
 	var b [28]byte
 	n := putHost(b[:], storeHost)
 	binary.BigEndian.PutUint64(b[n:], uint64(physicalOffset))
-	return strings.ToUpper(hex.EncodeToString(b[:n+8]))
+	// Upper-case hex written in place: every send answers with an id, and
+	// hex.EncodeToString with strings.ToUpper were two allocations of it.
+	const digits = "0123456789ABCDEF"
+	var id [2 * len(b)]byte
+	for i, c := range b[:n+8] {
+		id[2*i], id[2*i+1] = digits[c>>4], digits[c&0xf]
+	}
+	return string(id[:2*(n+8)])
 }
 
 // ParseOffsetMsgID decodes an id made by CreateOffsetMsgID (32 hex digits

@@ -1,7 +1,6 @@
 package message
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -100,19 +99,20 @@ func (p Properties) Encode() (string, error) { return EncodeProperties(p) }
 // already or value is empty. The pairs there stay as they are, bytes and order: the
 // broker stamps what a producer sent (CLUSTER) without decoding it.
 func AppendProperty(props, key, value string) string {
-	if _, ok := LookupProperty([]byte(props), key); ok || value == "" {
+	if _, ok := LookupProperty(props, key); ok || value == "" {
 		return props
 	}
+	sep := "" // one concatenation, one allocation
 	if props != "" && props[len(props)-1] != PropertySeparator {
-		props += string(rune(PropertySeparator))
+		sep = string(rune(PropertySeparator))
 	}
-	return props + key + string(rune(NameValueSeparator)) + value + string(rune(PropertySeparator))
+	return props + sep + key + string(rune(NameValueSeparator)) + value + string(rune(PropertySeparator))
 }
 
 // SetProperty sets key in an encoded properties string: appended when absent, keeping
 // the other pairs as they are (AppendProperty), otherwise decoded, set and encoded once.
 func SetProperty(props, key, value string) (string, error) {
-	if _, ok := LookupProperty([]byte(props), key); !ok {
+	if _, ok := LookupProperty(props, key); !ok {
 		return AppendProperty(props, key, value), nil
 	}
 	p := DecodeProperties(props)
@@ -123,7 +123,7 @@ func SetProperty(props, key, value string) (string, error) {
 // DeleteProperty removes key from an encoded properties string; without it the string
 // is returned as it is.
 func DeleteProperty(props, key string) (string, error) {
-	if _, ok := LookupProperty([]byte(props), key); !ok {
+	if _, ok := LookupProperty(props, key); !ok {
 		return props, nil
 	}
 	p := DecodeProperties(props)
@@ -173,22 +173,24 @@ func ValidateProperties(s string) error {
 	return nil
 }
 
-// LookupProperty finds key in an encoded properties string without
-// allocating. It returns the value and whether the key was present.
-func LookupProperty(props []byte, key string) ([]byte, bool) {
-	for len(props) > 0 {
-		item := props
-		if i := bytes.IndexByte(props, PropertySeparator); i >= 0 {
-			item, props = props[:i], props[i+1:]
-		} else {
-			props = nil
+// LookupProperty finds key in encoded properties, a string or the bytes of a record,
+// without allocating. It returns the value and whether the key was present.
+func LookupProperty[P string | []byte](props P, key string) (P, bool) {
+	for start := 0; start < len(props); {
+		end := start
+		for end < len(props) && props[end] != PropertySeparator {
+			end++
 		}
-		i := bytes.IndexByte(item, NameValueSeparator)
-		if i == len(key) && string(item[:i]) == key {
-			return item[i+1:], true
+		item := props[start:end]
+		// The item's name is what precedes its first NameValueSeparator.
+		if len(item) > len(key) && item[len(key)] == NameValueSeparator && string(item[:len(key)]) == key &&
+			strings.IndexByte(key, NameValueSeparator) < 0 {
+			return item[len(key)+1:], true
 		}
+		start = end + 1
 	}
-	return nil, false
+	var none P
+	return none, false
 }
 
 // SplitKeys splits a KEYS property value into its non-empty keys.

@@ -324,8 +324,8 @@ func (m *MessageExt) OffsetMsgID() string { return CreateOffsetMsgID(m.StoreHost
 
 // Property returns one property of the message.
 func (m *Message) Property(key string) string {
-	v, _ := LookupProperty([]byte(m.Properties), key)
-	return string(v)
+	v, _ := LookupProperty(m.Properties, key)
+	return v
 }
 
 var magicU, blankMagicU = MagicCode, BlankMagicCode
