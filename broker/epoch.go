@@ -310,6 +310,6 @@ func (b *Broker) fence(remark string) {
 }
 
 // refusesWrites reports whether the broker takes no message: a slave, or a fenced master.
-func (b *Broker) refusesWrites(c config.Config) bool {
+func (b *Broker) refusesWrites(c *config.Config) bool {
 	return c.BrokerRole == config.Slave || b.fenced.Load()
 }

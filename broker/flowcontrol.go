@@ -29,12 +29,12 @@ type pools struct {
 
 // commitLogBusy reports whether the append under way has held the commitlog longer
 // than osPageCacheBusyTimeOutMills.
-func (b *Broker) commitLogBusy(c config.Config) bool {
+func (b *Broker) commitLogBusy(c *config.Config) bool {
 	return b.store.AppendHeldFor() > c.OSPageCacheBusyTimeout
 }
 
 // refuseWhenBusy answers a send SYSTEM_BUSY while the commitlog is busy, nil otherwise.
-func (b *Broker) refuseWhenBusy(req *remoting.Command, c config.Config) *remoting.Command {
+func (b *Broker) refuseWhenBusy(req *remoting.Command, c *config.Config) *remoting.Command {
 	if b.commitLogBusy(c) {
 		return req.NewResponse(remoting.SystemBusy, pcSynchronizedRemark)
 	}
@@ -47,7 +47,7 @@ func (b *Broker) cleanExpiredRequests() {
 	if !c.BrokerFastFailureEnable {
 		return
 	}
-	if b.commitLogBusy(c) {
+	if b.commitLogBusy(&c) {
 		b.pools.send.RefuseWaiting("[PCBUSY_CLEAN_QUEUE]")
 	}
 	b.pools.send.ExpireWaiting(c.WaitTimeInSendQueue)

@@ -162,7 +162,7 @@ func (b *Broker) onRegistered(resp *remoting.Command) {
 
 // syncMasterWait reports whether a send must wait for a slave: a SYNC_MASTER, unless
 // the message says WAIT=false (Java's isWaitStoreMsgOK).
-func (b *Broker) syncMasterWait(c config.Config, props string) bool {
+func (b *Broker) syncMasterWait(c *config.Config, props string) bool {
 	if c.BrokerRole != config.SyncMaster || b.haServer == nil {
 		return false
 	}

@@ -25,7 +25,7 @@ type offsetMovedEvent struct {
 // offset and records the correction in OFFSET_MOVED_EVENT. Any other slave does not: it
 // may only be behind its master, and moving the consumer on its word could skip messages
 // the master still has (the caller answers PULL_RETRY_IMMEDIATELY instead).
-func (b *Broker) offsetMoved(h *pullHeader, nextBegin int64, c config.Config) bool {
+func (b *Broker) offsetMoved(h *pullHeader, nextBegin int64, c *config.Config) bool {
 	if c.BrokerRole == config.Slave && !c.OffsetCheckInSlave {
 		b.log.Warn("PULL_OFFSET_MOVED: no correction on a slave", "topic", h.Topic, "group", h.ConsumerGroup,
 			"queueId", h.QueueID, "requestOffset", h.QueueOffset)
@@ -67,7 +67,7 @@ func (b *Broker) putOffsetMovedEvent(ev *offsetMovedEvent) error {
 // correctionWithheld reports whether a read's next offset is a correction the store made
 // for an offset its queue does not hold. 4.9.7 (nextOffsetCorrection) applies those only
 // on a master or with offsetCheckInSlave; otherwise the reader keeps its own offset.
-func correctionWithheld(s store.GetStatus, c config.Config) bool {
+func correctionWithheld(s store.GetStatus, c *config.Config) bool {
 	if c.BrokerRole != config.Slave || c.OffsetCheckInSlave {
 		return false
 	}

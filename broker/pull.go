@@ -93,7 +93,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 		expr, exprType = sub.SubString, sub.ExpressionType
 	}
-	f, refused := b.subscriptionFilter(req, exprType, expr, h.SysFlag&pullSubscription == 0, c)
+	f, refused := b.subscriptionFilter(req, exprType, expr, h.SysFlag&pullSubscription == 0, &c)
 	if refused != nil {
 		return refused, nil
 	}
@@ -111,7 +111,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 			release()
 		}
 	}()
-	if correctionWithheld(res.Status, c) {
+	if correctionWithheld(res.Status, &c) {
 		res.NextBeginOffset = h.QueueOffset
 	}
 	resp := req.NewResponse(remoting.Success, "")
@@ -133,7 +133,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		resp.Code, resp.Remark = remoting.PullRetryImmediately, "the slave does not serve reads (slaveReadEnable=false)"
 		suggest = protocol.MasterID
 	}
-	if resp.Code == remoting.PullOffsetMoved && !b.offsetMoved(&h, res.NextBeginOffset, c) {
+	if resp.Code == remoting.PullOffsetMoved && !b.offsetMoved(&h, res.NextBeginOffset, &c) {
 		resp.Code, suggest = remoting.PullRetryImmediately, gc.BrokerID
 	}
 	resp.SetField("suggestWhichBrokerId", strconv.FormatInt(suggest, 10))
@@ -149,7 +149,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		b.metrics.pulled(h.Topic, h.ConsumerGroup, len(res.Messages), n)
 	case remoting.PullNotFound:
 		if allowSuspend && h.SysFlag&pullSuspend != 0 {
-			b.hold(conn, req, &h, f, c)
+			b.hold(conn, req, &h, f, &c)
 			resp = nil
 		}
 	}
@@ -166,7 +166,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 // SUBSCRIPTION_PARSE_FAILED when the pull carries it, FILTER_DATA_NOT_EXIST when it is
 // the one the heartbeat registered (registered); a SQL92 expression that compiles is
 // refused with SYSTEM_ERROR unless enablePropertyFilter is set.
-func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, registered bool, c config.Config) (store.MessageFilter, *remoting.Command) {
+func (b *Broker) subscriptionFilter(req *remoting.Command, exprType, expr string, registered bool, c *config.Config) (store.MessageFilter, *remoting.Command) {
 	if (exprType == "" || exprType == filter.TypeTag) && (expr == "" || expr == filter.SubAll) {
 		return nil, nil // every message: the common case needs no lookup
 	}
@@ -215,7 +215,7 @@ func (b *Broker) resumePull(_ context.Context, conn *remoting.Conn, req *remotin
 }
 
 // hold parks a pull until a message arrives for its queue or its suspend time passes.
-func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, f store.MessageFilter, c config.Config) {
+func (b *Broker) hold(conn *remoting.Conn, req *remoting.Command, h *pullHeader, f store.MessageFilter, c *config.Config) {
 	var match func(int64) bool
 	if f != nil {
 		match = f.MatchTagsCode

@@ -71,7 +71,7 @@ func (b *Broker) sendReply(ctx context.Context, conn *remoting.Conn, req *remoti
 		return nil, err
 	}
 	c := b.cfg.Get()
-	if resp := brokerWriteRefusal(req, c); resp != nil {
+	if resp := brokerWriteRefusal(req, &c); resp != nil {
 		return resp, nil
 	}
 	// The push carries the queue the replier asked for; the store and the response the
@@ -157,7 +157,7 @@ func (b *Broker) pushReply(ctx context.Context, conn *remoting.Conn, h *sendHead
 // storeReply puts m as 4.9.7's store would (delay levels included) and, once stored,
 // puts its id and offset in resp; a failure is only logged, as in Java.
 func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, resp *remoting.Command) {
-	if b.refusesWrites(c) {
+	if b.refusesWrites(&c) {
 		return // a slave's store takes the master's records only
 	}
 	if _, err := schedule.ToSchedule(m, b.store.MaxDelayLevel()); err != nil {
@@ -172,7 +172,7 @@ func (b *Broker) storeReply(c config.Config, m *message.Message, queueID int32, 
 	// Java's putMessage waits for the flush and a SYNC_MASTER's slave; their timeouts
 	// still count as stored.
 	durable.Wait()
-	if b.syncMasterWait(c, m.Properties) {
+	if b.syncMasterWait(&c, m.Properties) {
 		ctx, cancel := context.WithTimeout(context.Background(), c.SlaveTimeout)
 		_ = b.haServer.WaitForSlave(ctx, res.PhysicalOffset+int64(res.Size))
 		cancel()

@@ -87,13 +87,13 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		return nil, err
 	}
 	c := b.cfg.Get()
-	if resp := brokerWriteRefusal(req, c); resp != nil {
+	if resp := brokerWriteRefusal(req, &c); resp != nil {
 		return resp, nil
 	}
-	if resp := b.refuseWhenBusy(req, c); resp != nil {
+	if resp := b.refuseWhenBusy(req, &c); resp != nil {
 		return resp, nil
 	}
-	if b.refusesWrites(c) {
+	if b.refusesWrites(&c) {
 		// 4.9.7's store refuses puts on a slave (PutMessageStatus.SERVICE_NOT_AVAILABLE).
 		return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the broker is a slave, messages are put to the master"), nil
 	}
@@ -133,7 +133,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 		if resp := b.checkMessage(req, m, c.MaxMessageSize); resp != nil {
 			return resp, nil
 		}
-		if resp, err := b.redirectMessage(req, h, m); resp != nil || err != nil {
+		if resp, err := b.redirectMessage(req, &c, h, m); resp != nil || err != nil {
 			return resp, err
 		}
 		m.Properties = message.AppendProperty(m.Properties, propertyCluster, c.BrokerClusterName)
@@ -153,7 +153,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 	resp.SetField(fieldQueueOffset, strconv.FormatInt(res.QueueOffset, 10))
 	resp.SetField(message.PropertyMsgRegion, defaultRegion)
 	resp.SetField(message.PropertyTraceSwitch, "true")
-	waitSlave := b.syncMasterWait(c, h.Properties)
+	waitSlave := b.syncMasterWait(&c, h.Properties)
 	if c.FlushDiskType != store.SyncFlush && !waitSlave {
 		durable.Wait() // returns at once
 		b.metrics.stored(putStart)
@@ -193,7 +193,7 @@ func (b *Broker) handleSend(ctx context.Context, conn *remoting.Conn, req *remot
 }
 
 // brokerWriteRefusal refuses a send when brokerPermission is not writeable.
-func brokerWriteRefusal(req *remoting.Command, c config.Config) *remoting.Command {
+func brokerWriteRefusal(req *remoting.Command, c *config.Config) *remoting.Command {
 	if !protocol.IsWriteable(c.BrokerPermission) {
 		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1))
 	}
@@ -256,8 +256,7 @@ func (b *Broker) checkMessage(req *remoting.Command, m *message.Message, maxSize
 // redirectMessage applies what the broker does to special single messages: retries past
 // their limit go to the DLQ, transaction half messages to RMQ_SYS_TRANS_HALF_TOPIC
 // (package transaction), delayed messages to SCHEDULE_TOPIC_XXXX (package schedule).
-func (b *Broker) redirectMessage(req *remoting.Command, h *sendHeader, m *message.Message) (*remoting.Command, error) {
-	c := b.cfg.Get()
+func (b *Broker) redirectMessage(req *remoting.Command, c *config.Config, h *sendHeader, m *message.Message) (*remoting.Command, error) {
 	if strings.HasPrefix(m.Topic, protocol.RetryGroupTopicPrefix) {
 		group := strings.TrimPrefix(m.Topic, protocol.RetryGroupTopicPrefix)
 		gc, ok, err := b.groups.GetOrCreate(group, c.AutoCreateSubscriptionGroup)

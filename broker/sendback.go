@@ -32,7 +32,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 		return nil, err
 	}
 	c := b.cfg.Get()
-	if resp := b.refuseWhenBusy(req, c); resp != nil {
+	if resp := b.refuseWhenBusy(req, &c); resp != nil {
 		return resp, nil
 	}
 	gc, ok, err := b.groups.GetOrCreate(h.Group, c.AutoCreateSubscriptionGroup)
@@ -45,7 +45,7 @@ func (b *Broker) handleSendBack(ctx context.Context, conn *remoting.Conn, req *r
 	if !protocol.IsWriteable(c.BrokerPermission) {
 		return req.NewResponse(remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", c.BrokerIP1)), nil
 	}
-	if b.refusesWrites(c) {
+	if b.refusesWrites(&c) {
 		// 4.9.7: the slave's store refuses the put; the send-back answers SYSTEM_ERROR
 		// with the put status as remark. The client then sends the message itself.
 		return req.NewResponse(remoting.SystemError, "SERVICE_NOT_AVAILABLE"), nil
