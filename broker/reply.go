@@ -114,12 +114,11 @@ func setSendResult(resp *remoting.Command, msgID string, queueID int32, queueOff
 // pushReply sends m to the requester over its producer connection. It returns "" when
 // the requester took it, else the remark Java answers the replier with.
 func (b *Broker) pushReply(ctx context.Context, conn *remoting.Conn, h *sendHeader, requestedQueue int32, m *message.Message) string {
-	id, ok := message.LookupProperty(m.Properties, propertyReplyToClient)
+	requester, ok := message.LookupProperty(m.Properties, propertyReplyToClient)
 	if !ok {
 		b.log.Warn("reply message without "+propertyReplyToClient, "topic", h.Topic, "replier", conn.RemoteAddr())
 		return "reply message properties[" + propertyReplyToClient + "] is null"
 	}
-	requester := id
 	ch, ok := b.clients.ProducerByClientID(requester)
 	if !ok {
 		remark := fmt.Sprintf("push reply message fail, channel of <%s> not found.", requester)

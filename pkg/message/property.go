@@ -176,20 +176,21 @@ func ValidateProperties(s string) error {
 // LookupProperty finds key in encoded properties, a string or the bytes of a record,
 // without allocating. It returns the value and whether the key was present.
 func LookupProperty[P string | []byte](props P, key string) (P, bool) {
+	var none P
+	if strings.IndexByte(key, NameValueSeparator) >= 0 {
+		return none, false // an item's name is what precedes its first NameValueSeparator
+	}
 	for start := 0; start < len(props); {
 		end := start
 		for end < len(props) && props[end] != PropertySeparator {
 			end++
 		}
 		item := props[start:end]
-		// The item's name is what precedes its first NameValueSeparator.
-		if len(item) > len(key) && item[len(key)] == NameValueSeparator && string(item[:len(key)]) == key &&
-			strings.IndexByte(key, NameValueSeparator) < 0 {
+		if len(item) > len(key) && item[len(key)] == NameValueSeparator && string(item[:len(key)]) == key {
 			return item[len(key)+1:], true
 		}
 		start = end + 1
 	}
-	var none P
 	return none, false
 }
 
