@@ -59,17 +59,31 @@ var _ = Describe("ConsumerGroup", func() {
 			g.Expect(cg.Status.TotalLag).To(Equal(int64(68)))
 			g.Expect(meta.IsStatusConditionFalse(cg.Status.Conditions, v1alpha1.ConditionProgressing)).To(BeTrue())
 		}).Should(Succeed())
+		// Each master got the group. A Broker status event may reconcile once more from a
+		// cache that has not seen this reconcile's status yet, and repeat the (idempotent)
+		// call: the count is checked against quiet periodic reconciles below instead.
 		calls := admin.callsFor("CreateOrUpdateSubscriptionGroup", "GroupName:billing-"+ns)
-		Expect(calls).To(HaveLen(2))
-		Expect(calls[0].Args).To(ContainSubstring("RetryMaxTimes:16"))
+		Expect(calls).NotTo(BeEmpty())
+		Expect(callAddrs(calls)).To(ConsistOf(a, b))
+		for _, c := range calls {
+			Expect(c.Args).To(ContainSubstring("RetryMaxTimes:16"))
+		}
 		Expect(cg.Finalizers).To(BeEmpty(), "deletionPolicy Retain needs no finalizer")
 
-		// Lag is refreshed periodically without a spec change.
+		// Lag is refreshed periodically without a spec change, and a periodic reconcile
+		// does not send the group again.
 		admin.setStats(b, nil)
 		Eventually(func(g Gomega) {
 			g.Expect(get(cg, ns, cg.Name)()).To(Succeed())
 			g.Expect(cg.Status.TotalLag).To(Equal(int64(60)))
 		}).Should(Succeed())
+		sent := len(admin.callsFor("CreateOrUpdateSubscriptionGroup", "GroupName:billing-"+ns))
+		admin.setStats(b, []QueueOffset{{Topic: "audit", BrokerName: "broker-b", QueueID: 0, BrokerOffset: 5, ConsumerOffset: 0}})
+		Eventually(func(g Gomega) {
+			g.Expect(get(cg, ns, cg.Name)()).To(Succeed())
+			g.Expect(cg.Status.TotalLag).To(Equal(int64(65)))
+		}).Should(Succeed())
+		Expect(admin.callsFor("CreateOrUpdateSubscriptionGroup", "GroupName:billing-"+ns)).To(HaveLen(sent))
 	})
 
 	It("applies an offset reset exactly once per id", func() {

@@ -102,6 +102,16 @@ func (f *fakeAdmin) callsFor(method, substr string) []adminCall {
 	return out
 }
 
+// callAddrs is the distinct addresses the calls went to, sorted.
+func callAddrs(calls []adminCall) []string {
+	var addrs []string
+	for _, c := range calls {
+		addrs = append(addrs, c.Addr)
+	}
+	slices.Sort(addrs)
+	return slices.Compact(addrs)
+}
+
 func (f *fakeAdmin) setStats(addr string, q []QueueOffset) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
