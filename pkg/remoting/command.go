@@ -104,6 +104,9 @@ type Command struct {
 	// received is when a server took the request from its connection, in monoNow's
 	// nanoseconds (zero unless the server has an OnReply hook).
 	received int64
+	// size is the length of the frame a command read from a connection came in (its
+	// body aliases it); 0 for one made here.
+	size int
 }
 
 // epoch anchors monoNow: time.Since on a time with a monotonic reading reads only the

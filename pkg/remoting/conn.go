@@ -223,6 +223,7 @@ func (c *Conn) readLoop() {
 			c.closeOnReadError(err)
 			return
 		}
+		cmd.size = len(frame)
 		if cmd.IsResponse() {
 			c.deliver(cmd)
 			continue

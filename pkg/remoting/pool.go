@@ -19,33 +19,41 @@ import (
 // a flood is answered SYSTEM_BUSY while the others are served. A request from the
 // longest line is refused itself, which leaves the behaviour of a pool full for all.
 //
+// The queue is bounded in bytes too (the frames as they arrived): a queue of large
+// messages fills long before its count, and what it holds is memory. Past the bytes, a
+// request is refused, or displaces the longest line's newest, as past the count; a
+// request that finds nothing waiting is taken whatever its size.
+//
 // A request that waits too long is refused too (ExpireWaiting, RocketMQ's broker fast
 // failure): a client is better served by SYSTEM_BUSY, which it can take elsewhere, than
 // by an answer after its own timeout.
 type Pool struct {
-	name  string
-	limit int          // requests waiting, all lines together
-	now   func() int64 // monotonic nanoseconds; tests replace it
+	name     string
+	limit    int          // requests waiting, all lines together
+	maxBytes int64        // bytes of the requests waiting, all lines together; 0: no bound
+	now      func() int64 // monotonic nanoseconds; tests replace it
 
-	mu      sync.Mutex
-	work    sync.Cond
-	lines   map[*Conn]*line
-	turns   fifo[*line] // the lines with requests, in the order they are served
-	waiting int         // requests in lines
-	idle    int         // workers waiting for a request and not yet woken
-	spare   []*line     // drained lines kept for reuse, to spare an allocation per request
-	stopped bool
-	wg      sync.WaitGroup
+	mu           sync.Mutex
+	work         sync.Cond
+	lines        map[*Conn]*line
+	turns        fifo[*line] // the lines with requests, in the order they are served
+	waiting      int         // requests in lines
+	waitingBytes int64       // their sizes added up
+	idle         int         // workers waiting for a request and not yet woken
+	spare        []*line     // drained lines kept for reuse, to spare an allocation per request
+	stopped      bool
+	wg           sync.WaitGroup
 }
 
 // task serves a request on a worker (refusal ""), or answers it SYSTEM_BUSY with the
 // refusal as remark. Either way it runs once.
 type task func(refusal string)
 
-// queuedTask is a task and when it was queued.
+// queuedTask is a task, its request's size and when it was queued.
 type queuedTask struct {
-	run task
-	at  int64 // Pool.now at submit
+	run  task
+	size int64
+	at   int64 // Pool.now at submit
 }
 
 // line is one connection's requests waiting in a pool.
@@ -57,8 +65,8 @@ type line struct {
 
 const maxSpareLines = 64
 
-func newPool(name string, workers, queue int) *Pool {
-	p := &Pool{name: name, limit: max(queue, 0), now: monoNow, lines: make(map[*Conn]*line)}
+func newPool(name string, workers, queue int, maxBytes int64) *Pool {
+	p := &Pool{name: name, limit: max(queue, 0), maxBytes: max(maxBytes, 0), now: monoNow, lines: make(map[*Conn]*line)}
 	p.work.L = &p.mu
 	workers = max(workers, 1)
 	p.wg.Add(workers)
@@ -110,10 +118,11 @@ func (p *Pool) serve() {
 	}
 }
 
-// submit queues t on c's line, or refuses it (or the request it displaces) when the
-// queue is full or the pool stopped. An idle worker takes a request at once, as from
-// an unbuffered channel: a pool with queue 0 serves only what finds a worker free.
-func (p *Pool) submit(c *Conn, t task) {
+// submit queues t, a request of size bytes, on c's line, or refuses it (or the
+// requests it displaces) when the queue is full or the pool stopped. An idle worker
+// takes a request at once, as from an unbuffered channel: a pool with queue 0 serves
+// only what finds a worker free.
+func (p *Pool) submit(c *Conn, size int64, t task) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -121,22 +130,28 @@ func (p *Pool) submit(c *Conn, t task) {
 		return
 	}
 	l := p.lines[c]
-	var displaced task
-	if p.waiting >= p.limit+p.idle {
+	var displaced []task
+	for p.fullLocked(size) {
 		long := p.longestLocked()
 		if long == nil || l != nil && long.tasks.len() <= l.tasks.len() {
 			p.mu.Unlock()
+			for _, d := range displaced {
+				d(p.fullRemark())
+			}
 			t(p.fullRemark())
 			return
 		}
-		displaced = long.tasks.popBack().run
+		d := long.tasks.popBack()
 		p.waiting--
+		p.waitingBytes -= d.size
+		displaced = append(displaced, d.run)
 	}
 	if l == nil {
 		l = p.newLineLocked(c)
 	}
-	l.tasks.push(queuedTask{t, p.now()})
+	l.tasks.push(queuedTask{t, size, p.now()})
 	p.waiting++
+	p.waitingBytes += size
 	if !l.inTurns {
 		l.inTurns = true
 		p.turns.push(l)
@@ -146,9 +161,18 @@ func (p *Pool) submit(c *Conn, t task) {
 		p.work.Signal()
 	}
 	p.mu.Unlock()
-	if displaced != nil {
-		displaced(p.fullRemark())
+	for _, d := range displaced {
+		d(p.fullRemark())
 	}
+}
+
+// fullLocked says whether one more request of size bytes is past the queue's count or
+// bytes. The bytes bind only while no worker is idle and something waits.
+func (p *Pool) fullLocked(size int64) bool {
+	if p.waiting >= p.limit+p.idle {
+		return true
+	}
+	return p.maxBytes > 0 && p.idle == 0 && p.waiting > 0 && p.waitingBytes+size > p.maxBytes
 }
 
 func (p *Pool) fullRemark() string {
@@ -186,9 +210,10 @@ func (p *Pool) refuse(tag string, due func(waited time.Duration) bool) int {
 			if !due(waited) {
 				break
 			}
-			run := l.tasks.pop().run
+			qt := l.tasks.pop()
 			p.waiting--
-			out = append(out, refused{run, fmt.Sprintf("%sbroker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
+			p.waitingBytes -= qt.size
+			out = append(out, refused{qt.run, fmt.Sprintf("%sbroker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
 				tag, waited.Milliseconds(), p.waiting)})
 		}
 	}
@@ -209,15 +234,16 @@ func (p *Pool) nextLocked() (task, bool) {
 			p.dropLineLocked(l)
 			continue
 		}
-		t := l.tasks.pop().run
+		qt := l.tasks.pop()
 		p.waiting--
+		p.waitingBytes -= qt.size
 		if l.tasks.len() > 0 {
 			l.inTurns = true
 			p.turns.push(l)
 		} else {
 			p.dropLineLocked(l)
 		}
-		return t, true
+		return qt.run, true
 	}
 	return nil, false
 }

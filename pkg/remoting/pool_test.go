@@ -72,20 +72,92 @@ func TestPoolIsFairBetweenConnections(t *testing.T) {
 	}
 }
 
+// The queue is bounded in bytes as well as in count: 64 KiB requests from one
+// connection fill a pool whose bytes hold three of them, long before its count of 100;
+// the next are refused, and another connection's large request displaces the flood's
+// newest, as past the count.
+func TestPoolBoundsWaitingBytes(t *testing.T) {
+	const body = 64 << 10
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	started := make(chan struct{}, 16)
+	srv := startServer(t, ServerConfig{MaxWaitingBytes: 3 * (body + 1024)}, func(s *Server) {
+		s.Handle(SendMessage, HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+			started <- struct{}{}
+			<-release
+			return req.NewResponse(Success, "")
+		}), s.NewPool("send", 1, 100))
+	})
+	t.Cleanup(releaseOnce) // before the server's Shutdown, which waits for the handlers
+	request := func() *Command { return NewRequest(SendMessage, nil, make([]byte, body)) }
+	flood, other := dialRaw(t, srv.addr), dialRaw(t, srv.addr)
+
+	first := request()
+	flood.send(first)
+	<-started // the only worker is busy
+	var queued []*Command
+	for i := range 5 {
+		req := request()
+		flood.send(req)
+		if i < 3 {
+			queued = append(queued, req)
+		}
+	}
+	for range 2 {
+		if resp := flood.mustRead(); resp.Code != SystemBusy || !strings.HasPrefix(resp.Remark, "[OVERLOAD]") {
+			t.Fatalf("request past the queue's bytes answered %v, want SYSTEM_BUSY [OVERLOAD]", resp)
+		}
+	}
+
+	mine := request()
+	other.send(mine)
+	if resp := flood.mustRead(); resp.Code != SystemBusy || resp.Opaque != queued[2].Opaque {
+		t.Fatalf("flood's newest queued request (opaque %d) answered %v, want SYSTEM_BUSY: displaced", queued[2].Opaque, resp)
+	}
+	releaseOnce()
+	for _, want := range []*Command{first, queued[0], queued[1]} {
+		if resp := flood.mustRead(); resp.Opaque != want.Opaque || resp.Code != Success {
+			t.Fatalf("flood's request %d answered %v", want.Opaque, resp)
+		}
+	}
+	if resp := other.mustRead(); resp.Opaque != mine.Opaque || resp.Code != Success {
+		t.Fatalf("other connection's request answered %v", resp)
+	}
+}
+
+// A request that finds nothing waiting is queued whatever its size: the bytes bound a
+// queue, not a request (the frame size does).
+func TestPoolTakesOneRequestOverItsBytes(t *testing.T) {
+	p, _, hold := stuckPool()
+	p.maxBytes = 1024
+	c := &Conn{}
+	large, small := make(chan string, 1), make(chan string, 1)
+	p.submit(c, 4096, func(r string) { large <- r })
+	p.submit(c, 1, func(r string) { small <- r })
+	if r := <-small; !strings.HasPrefix(r, "[OVERLOAD]") {
+		t.Fatalf("a second request past the bytes answered %q, want an [OVERLOAD] refusal", r)
+	}
+	close(hold)
+	if r := <-large; r != "" {
+		t.Errorf("the one request waiting, over the bytes, was refused: %s", r)
+	}
+	p.stop()
+}
+
 // Lines take turns with several connections, keep each connection's order, and a pool
 // stopped with requests queued serves them first.
 func TestPoolTurnsAndStop(t *testing.T) {
-	p := newPool("test", 1, 100)
+	p := newPool("test", 1, 100, 0)
 	conns := []*Conn{{}, {}, {}}
 	hold, held := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var order []int
-	p.submit(conns[0], func(string) { close(held); <-hold })
+	p.submit(conns[0], 0, func(string) { close(held); <-hold })
 	<-held // the worker is busy and every line empty
 	for i := range 3 {
 		for _, c := range conns[:3-i] { // conns[0] queues 3, conns[1] 2, conns[2] 1
 			n := slices.Index(conns, c)*10 + i
-			p.submit(c, func(refusal string) {
+			p.submit(c, 0, func(refusal string) {
 				if refusal != "" {
 					t.Errorf("request %d refused: %s", n, refusal)
 				}
@@ -101,7 +173,7 @@ func TestPoolTurnsAndStop(t *testing.T) {
 		t.Errorf("served %v, want %v", order, want)
 	}
 	refusal := ""
-	p.submit(conns[0], func(r string) { refusal = r })
+	p.submit(conns[0], 0, func(r string) { refusal = r })
 	if !strings.HasPrefix(refusal, "[OVERLOAD]") {
 		t.Errorf("stopped pool answered %q, want an [OVERLOAD] refusal", refusal)
 	}
@@ -110,11 +182,11 @@ func TestPoolTurnsAndStop(t *testing.T) {
 // stuckPool is a pool of one worker, busy until hold is closed, on the clock returned
 // (monotonic nanoseconds, 0 at the start).
 func stuckPool() (p *Pool, clock *atomic.Int64, hold chan struct{}) {
-	p = newPool("send", 1, 100)
+	p = newPool("send", 1, 100, 0)
 	clock = new(atomic.Int64)
 	p.now = clock.Load
 	hold, held := make(chan struct{}), make(chan struct{})
-	p.submit(&Conn{}, func(string) { close(held); <-hold })
+	p.submit(&Conn{}, 0, func(string) { close(held); <-hold })
 	<-held
 	return p, clock, hold
 }
@@ -128,7 +200,7 @@ func TestPoolExpireWaiting(t *testing.T) {
 	var mu sync.Mutex
 	answers := map[string]string{} // request -> refusal, "" when served
 	submit := func(c *Conn, name string) {
-		p.submit(c, func(refusal string) {
+		p.submit(c, 0, func(refusal string) {
 			mu.Lock()
 			answers[name] = refusal
 			mu.Unlock()
@@ -174,14 +246,14 @@ func TestPoolRefuseWaiting(t *testing.T) {
 	p, clock, hold := stuckPool()
 	var refusals []string
 	for range 2 {
-		p.submit(&Conn{}, func(r string) { refusals = append(refusals, r) })
+		p.submit(&Conn{}, 0, func(r string) { refusals = append(refusals, r) })
 	}
 	clock.Store(int64(30 * time.Millisecond))
 	if n := p.RefuseWaiting("[PCBUSY_CLEAN_QUEUE]"); n != 2 {
 		t.Fatalf("refused %d, want 2", n)
 	}
 	served := make(chan string, 1)
-	p.submit(&Conn{}, func(r string) { served <- r })
+	p.submit(&Conn{}, 0, func(r string) { served <- r })
 	close(hold)
 	if r := <-served; r != "" {
 		t.Errorf("a request after the clean-up was refused: %s", r)

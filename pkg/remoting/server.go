@@ -65,6 +65,12 @@ type ServerConfig struct {
 	// most bytes queued. [DefaultMaxQueuedBytesTotal, or a quarter of the Go memory
 	// limit (GOMEMLIMIT) when lower]
 	MaxQueuedBytesTotal int64
+	// MaxWaitingBytes bounds the bytes of the requests waiting in each of the server's
+	// pools, as they arrived; past it a request is refused SYSTEM_BUSY, or displaces the
+	// newest of the connection with the most requests waiting, as past the pool's queue
+	// length (see Pool). [DefaultMaxWaitingBytes, or an eighth of the Go memory limit
+	// (GOMEMLIMIT) when lower]
+	MaxWaitingBytes int64
 
 	// TLS, when set, is how every listener of the server speaks TLS (tls.server.mode):
 	// nil serves plain text only and reads a ClientHello as a malformed frame. With TLS
@@ -100,6 +106,9 @@ const (
 	DefaultMaxConnectionsPerAddress    = 4096
 	DefaultMaxQueuedBytesPerConnection = 32 << 20 // pull replies of 128 queues at 256 KiB
 	DefaultMaxQueuedBytesTotal         = 256 << 20
+	// DefaultMaxWaitingBytes is 16 requests of the largest default frame, or some 20,000
+	// sends of 1 KiB bodies: twice a send pool's default queue of 10,000.
+	DefaultMaxWaitingBytes = 64 << 20
 )
 
 // IdleTimeoutFromConf is serverChannelMaxIdleTimeSeconds, as a .conf file sets it, for
@@ -170,6 +179,7 @@ func (cfg ServerConfig) withDefaults() ServerConfig {
 	orDefault(&cfg.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)
 	orDefault(&cfg.MaxQueuedBytesPerConnection, DefaultMaxQueuedBytesPerConnection)
 	orDefault(&cfg.MaxQueuedBytesTotal, defaultMaxQueuedBytesTotal())
+	orDefault(&cfg.MaxWaitingBytes, min(DefaultMaxWaitingBytes, debug.SetMemoryLimit(-1)/8))
 	if cfg.IdleTimeout == 0 { // negative turns it off
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
@@ -212,10 +222,10 @@ func (s *Server) flushLogCounts() {
 }
 
 // NewPool returns a worker pool owned by s: workers goroutines serve a queue of at most
-// queue requests, fair between connections; when it is full, the connection with the
-// most requests waiting is answered SYSTEM_BUSY (see Pool).
+// queue requests (and MaxWaitingBytes), fair between connections; when it is full, the
+// connection with the most requests waiting is answered SYSTEM_BUSY (see Pool).
 func (s *Server) NewPool(name string, workers, queue int) *Pool {
-	p := newPool(name, workers, queue)
+	p := newPool(name, workers, queue, s.cfg.MaxWaitingBytes)
 	s.mu.Lock()
 	s.pools = append(s.pools, p)
 	s.mu.Unlock()
@@ -371,7 +381,7 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 	}
 	s.inflight.Add(1)
 	s.drainMu.RUnlock()
-	r.pool.submit(c, func(refusal string) {
+	r.pool.submit(c, int64(req.size), func(refusal string) {
 		defer s.inflight.Done()
 		if refusal != "" {
 			s.reply(c, req, req.NewResponse(SystemBusy, refusal))
