@@ -16,8 +16,9 @@
 //
 // SIGTERM or SIGINT stops it cleanly: offsets and configs are persisted, the store is
 // flushed and marked clean, and the broker unregisters from its name servers.
-// Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400 and a soft memory limit of
-// half the memory (see tuneGC).
+// Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400 and a soft memory limit that
+// keeps the heap within twice what is live past 64 MiB, and within half the memory
+// (see tuneGC).
 package main
 
 import (
@@ -216,9 +217,9 @@ func startBroker(cfg *config.Config, log *slog.Logger, hs *health.Server) (*brok
 const defaultGOGC = 400
 
 // tuneGC sets the GC defaults unless GOGC or GOMEMLIMIT is in the environment, which
-// then rule as Go defines. The soft memory limit, half the memory (the cgroup's limit
-// or RAM), keeps the higher GOGC from growing a large live heap fivefold: it makes the
-// GC run more often than Go's default only past a live heap of a quarter of memory.
+// then rule as Go defines. The soft memory limit follows the live heap (gcHeadroom):
+// past 64 MiB of memory the heap grows to twice what is live, as under Go's default,
+// not five times; it never exceeds half the memory (the cgroup's limit or RAM).
 func tuneGC(log *slog.Logger) {
 	_, gogc := os.LookupEnv("GOGC")
 	_, memlimit := os.LookupEnv("GOMEMLIMIT")
@@ -230,12 +231,16 @@ func tuneGC(log *slog.Logger) {
 	debug.SetGCPercent(defaultGOGC)
 	mem, from := memoryAvailable()
 	if mem <= 0 {
-		log.Info("garbage collector", "GOGC", defaultGOGC, "GOMEMLIMIT", "none (memory size unknown)")
+		log.Info("garbage collector", "GOGC", defaultGOGC, "GOMEMLIMIT", "none (memory size unknown)",
+			"headroom", fmt.Sprintf("twice the live heap past %dMiB", headroomFloor>>20))
+		go gcHeadroom{floor: headroomFloor, ceiling: math.MaxInt64}.run()
 		return
 	}
 	debug.SetMemoryLimit(mem / 2)
+	go gcHeadroom{floor: headroomFloor, ceiling: mem / 2}.run()
 	log.Info("garbage collector (set GOGC or GOMEMLIMIT to override)", "GOGC", defaultGOGC,
-		"GOMEMLIMIT", fmt.Sprintf("%dMiB", mem/2>>20), "memory", fmt.Sprintf("%dMiB (%s)", mem>>20, from))
+		"GOMEMLIMIT", fmt.Sprintf("%dMiB", mem/2>>20), "memory", fmt.Sprintf("%dMiB (%s)", mem>>20, from),
+		"headroom", fmt.Sprintf("twice the live heap past %dMiB", headroomFloor>>20))
 }
 
 // memoryAvailable returns the memory this process may use: its cgroup's limit when

@@ -106,9 +106,11 @@ const (
 	DefaultMaxConnectionsPerAddress    = 4096
 	DefaultMaxQueuedBytesPerConnection = 32 << 20 // pull replies of 128 queues at 256 KiB
 	DefaultMaxQueuedBytesTotal         = 256 << 20
-	// DefaultMaxWaitingBytes is 16 requests of the largest default frame, or some 20,000
-	// sends of 1 KiB bodies: twice a send pool's default queue of 10,000.
-	DefaultMaxWaitingBytes = 64 << 20
+	// DefaultMaxWaitingBytes is four sends of the largest message (4 MiB), or some
+	// 12,000 of 1 KiB bodies: about a send pool's default queue of 10,000. A queue is
+	// there for bursts; throughput is the workers'. Under GOGC=400 the heap may grow to
+	// five times what is live, so this bounds the memory of overload.
+	DefaultMaxWaitingBytes = 16 << 20
 )
 
 // IdleTimeoutFromConf is serverChannelMaxIdleTimeSeconds, as a .conf file sets it, for
