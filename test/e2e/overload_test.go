@@ -67,6 +67,11 @@ func TestOverload(t *testing.T) {
 		}
 	}()
 
+	// The queues hold at most MaxWaitingBytes (16 MiB) per pool, and the heap at most
+	// twice what is live past 64 MiB (cmd/broker's gcHeadroom): 60-70 MiB here. The
+	// 256 KiB phase offers 512 MiB in flight, which an unbounded queue would hold; with
+	// GOGC=400's headroom alone the peaks were 150 and 300 MiB.
+	const bound = 128 << 20
 	rss := watchAnonRSS(t, b.p.cmd.Process.Pid)
 	for _, phase := range []struct {
 		name                 string
@@ -78,11 +83,14 @@ func TestOverload(t *testing.T) {
 		{"256KiB", 256 << 10, 64, 32, 64, 60 * time.Second},
 	} {
 		receivedBefore := col.deliveries()
-		rss.peak.Store(0)
 		got := flood(t, b.addr, flooded, phase.body, phase.conns, phase.inflight, phase.per, phase.within)
+		peak := rss.takePeak()
 		t.Logf("overload %s: %d connections x %d outstanding for %v: stored=%d busy=%d, broker peak anon RSS %d MiB; watch: sent=%d failed=%d consumed=%d",
-			phase.name, phase.conns, phase.inflight, got.took.Round(time.Millisecond), got.stored, got.busy, rss.peak.Load()>>20,
+			phase.name, phase.conns, phase.inflight, got.took.Round(time.Millisecond), got.stored, got.busy, peak>>20,
 			watchSent.Load(), watchFailed.Load(), col.deliveries())
+		if peak > bound {
+			t.Errorf("overload %s: broker peak anonymous RSS %d MiB, want at most %d MiB", phase.name, peak>>20, bound>>20)
+		}
 		if got.other != 0 {
 			t.Errorf("overload %s: %d sends neither stored nor refused SYSTEM_BUSY (first: %v)", phase.name, got.other, got.firstOther)
 		}
@@ -95,16 +103,6 @@ func TestOverload(t *testing.T) {
 	}
 	close(stopWatch)
 	<-watchDone
-	peak := rss.stop()
-	// The queues hold at most MaxWaitingBytes (16 MiB) per pool, and the heap at most
-	// twice what is live past 64 MiB (cmd/broker's gcHeadroom): 60-70 MiB here. The
-	// 256 KiB phase offered 512 MiB in flight, which an unbounded queue would have held;
-	// with GOGC=400's headroom alone the peak was 300 MiB.
-	const bound = 128 << 20
-	t.Logf("broker peak anonymous RSS %d MiB (bound %d MiB)", peak>>20, bound>>20)
-	if peak > bound {
-		t.Errorf("broker peak anonymous RSS %d MiB under overload, want at most %d MiB", peak>>20, bound>>20)
-	}
 	if sent, failed := watchSent.Load(), watchFailed.Load(); sent == 0 || failed*10 > sent+failed {
 		t.Errorf("the steady producer got %d of %d sends through during the flood: its line should take turns with the flood's", sent, sent+failed)
 	}
@@ -214,19 +212,18 @@ func watchAnonRSS(t *testing.T, pid int) *anonRSS {
 			}
 		}
 	}()
-	t.Cleanup(func() { r.stop() })
+	t.Cleanup(r.stop)
 	return r
 }
 
-// stop ends the sampling and returns the peak in bytes; later calls return it again.
-func (r *anonRSS) stop() int64 {
-	select {
-	case <-r.done:
-	default:
-		close(r.done)
-	}
+// takePeak returns the peak in bytes since the sampling started or the last takePeak,
+// and starts the next.
+func (r *anonRSS) takePeak() int64 { return r.peak.Swap(0) }
+
+// stop ends the sampling, once, at the test's end.
+func (r *anonRSS) stop() {
+	close(r.done)
 	r.wg.Wait()
-	return r.peak.Load()
 }
 
 func readAnonRSS(pid int) (int64, error) {
