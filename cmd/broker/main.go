@@ -16,9 +16,8 @@
 //
 // SIGTERM or SIGINT stops it cleanly: offsets and configs are persisted, the store is
 // flushed and marked clean, and the broker unregisters from its name servers.
-// Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400 and a soft memory limit that
-// keeps the heap within twice what is live past 64 MiB, and within half the memory
-// (see tuneGC).
+// Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400, lowered toward 100 as the
+// heap grows past 64 MiB, and a soft memory limit of half the memory (see tuneGC).
 package main
 
 import (
@@ -217,9 +216,9 @@ func startBroker(cfg *config.Config, log *slog.Logger, hs *health.Server) (*brok
 const defaultGOGC = 400
 
 // tuneGC sets the GC defaults unless GOGC or GOMEMLIMIT is in the environment, which
-// then rule as Go defines. The soft memory limit follows the live heap (gcHeadroom):
-// past 64 MiB of memory the heap grows to twice what is live, as under Go's default,
-// not five times; it never exceeds half the memory (the cgroup's limit or RAM).
+// then rule as Go defines. GOGC follows the live heap (gcHeadroom): past 64 MiB the
+// heap grows to twice what is live, as under Go's default, not five times. The soft
+// memory limit, half the memory (the cgroup's limit or RAM), bounds it all.
 func tuneGC(log *slog.Logger) {
 	_, gogc := os.LookupEnv("GOGC")
 	_, memlimit := os.LookupEnv("GOMEMLIMIT")
@@ -233,11 +232,11 @@ func tuneGC(log *slog.Logger) {
 	if mem <= 0 {
 		log.Info("garbage collector", "GOGC", defaultGOGC, "GOMEMLIMIT", "none (memory size unknown)",
 			"headroom", fmt.Sprintf("twice the live heap past %dMiB", headroomFloor>>20))
-		go gcHeadroom{floor: headroomFloor, ceiling: math.MaxInt64}.run()
+		go gcHeadroom{floor: headroomFloor, max: defaultGOGC}.run()
 		return
 	}
 	debug.SetMemoryLimit(mem / 2)
-	go gcHeadroom{floor: headroomFloor, ceiling: mem / 2}.run()
+	go gcHeadroom{floor: headroomFloor, max: defaultGOGC}.run()
 	log.Info("garbage collector (set GOGC or GOMEMLIMIT to override)", "GOGC", defaultGOGC,
 		"GOMEMLIMIT", fmt.Sprintf("%dMiB", mem/2>>20), "memory", fmt.Sprintf("%dMiB (%s)", mem>>20, from),
 		"headroom", fmt.Sprintf("twice the live heap past %dMiB", headroomFloor>>20))
