@@ -32,7 +32,7 @@ func (b *Broker) initACL(c *config.Config) error {
 // refused request as 4.9.7 does: the hook's AclException becomes a
 // SYSTEM_ERROR whose remark names it, which clients report as is.
 func (b *Broker) checkACL(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	denied := b.acl.Check(acl.Request{Code: req.Code, Fields: req.ExtFields, Body: req.Body, RemoteIP: remoteIP(conn)})
+	denied := b.acl.Check(acl.Request{Code: req.Code, Fields: req.Fields(), Body: req.Body, RemoteIP: remoteIP(conn)})
 	if denied == nil {
 		return nil
 	}

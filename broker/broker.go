@@ -191,6 +191,9 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 		rc.OnReply = b.metrics.onReply
 	}
 	rc.TLS = b.tlsServer.RemotingTLS() // the fast channel too: one server, both ports
+	// Sends and pulls read their headers through decoders only (the ACL check makes the
+	// map when it is on): no ExtFields map per request.
+	rc.UnmappedFieldCodes = []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage, remoting.PullMessage}
 	b.server = remoting.NewServer(rc)
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log, TLS: b.tlsClient.Config()})
 	b.setupHA(cfg, b.store)

@@ -78,7 +78,7 @@ func (b *Broker) callConsumer(ctx context.Context, req *remoting.Command, body [
 	}
 	ctx, cancel := context.WithTimeout(ctx, callClientTimeout)
 	defer cancel()
-	resp, err := ch.Conn.Invoke(ctx, remoting.NewRequest(req.Code, maps.Clone(req.ExtFields), body))
+	resp, err := ch.Conn.Invoke(ctx, remoting.NewRequest(req.Code, maps.Clone(req.Fields()), body))
 	switch {
 	case errors.Is(err, remoting.ErrTimeout):
 		return req.NewResponse(remoting.ConsumeMsgTimeout, fmt.Sprintf("consumer <%s> <%s> Timeout: %v", group, clientID, err))

@@ -46,7 +46,7 @@ func (b *Broker) handleUpdateConsumerOffset(ctx context.Context, conn *remoting.
 	if err := remoting.DecodeHeader(req, &h); err != nil {
 		return nil, err
 	}
-	if _, ok := req.ExtFields["commitOffset"]; !ok {
+	if _, ok := req.LookupField("commitOffset"); !ok {
 		return req.NewResponse(remoting.SystemError, "the custom field <commitOffset> is null"), nil
 	}
 	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)

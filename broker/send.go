@@ -49,7 +49,7 @@ var sendV2Letters = remoting.NewRenamedHeader(sendHeader{}, map[string]string{
 
 func decodeSendHeader(req *remoting.Command) (*sendHeader, error) {
 	h := &sendHeader{}
-	_, v1Names := req.ExtFields["topic"]
+	_, v1Names := req.LookupField("topic")
 	v2 := req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2
 	var err error
 	if v2 && !v1Names {

@@ -46,6 +46,50 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// benchSendHeader is the broker's SendMessageRequestHeader, under SEND_MESSAGE_V2's
+// letters.
+type benchSendHeader struct {
+	ProducerGroup         string `rmq:"a,required"`
+	Topic                 string `rmq:"b,required"`
+	DefaultTopic          string `rmq:"c,required"`
+	DefaultTopicQueueNums int32  `rmq:"d,required"`
+	QueueID               int32  `rmq:"e,required"`
+	SysFlag               int32  `rmq:"f,required"`
+	BornTimestamp         int64  `rmq:"g,required"`
+	Flag                  int32  `rmq:"h,required"`
+	Properties            string `rmq:"i"`
+	ReconsumeTimes        int32  `rmq:"j"`
+	UnitMode              bool   `rmq:"k"`
+	Batch                 bool   `rmq:"m"`
+	MaxReconsumeTimes     *int32 `rmq:"l"`
+}
+
+// BenchmarkDecodeJavaSend reads a Java client's SEND_MESSAGE_V2 (the java_json_send
+// fixture's header, 1 KiB body): the frame, then its send header, with the extFields
+// made into a map (mapped) or left as they came (unmapped, as the broker reads sends).
+func BenchmarkDecodeJavaSend(b *testing.B) {
+	frame := readFixture(b, "java_json_send")[4:]
+	frame = append(frame[:len(frame):len(frame)], make([]byte, 1024)...)
+	for _, mode := range []struct {
+		name  string
+		codes []int16
+	}{{"mapped", nil}, {"unmapped", []int16{SendMessageV2}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := decode(frame, mode.codes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var h benchSendHeader
+				if err := DecodeHeader(c, &h); err != nil || h.QueueID != 3 {
+					b.Fatalf("%+v, %v", h, err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkRoundTrip measures request/response over loopback TCP against an echo
 // handler: Sync waits for each response before sending the next; Pipelined keeps up to
 // 64 requests in flight on the one connection.

@@ -56,6 +56,7 @@ func Encode(c *Command) ([]byte, error) {
 // appendFrameHead appends c's frame but its BodyParts to dst: the length field, which
 // counts them, the header and Body. On error dst comes back as it was.
 func appendFrameHead(dst []byte, c *Command) ([]byte, error) {
+	c.Fields() // the encoders read ExtFields
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0) // frame and header lengths, set below
 	var err error
@@ -152,7 +153,11 @@ func ReadFrame(r *bufio.Reader, maxSize int) ([]byte, error) {
 
 // Decode parses a frame without its length field, as ReadFrame returns it. The body
 // aliases frame.
-func Decode(frame []byte) (*Command, error) {
+func Decode(frame []byte) (*Command, error) { return decode(frame, nil) }
+
+// decode is Decode, leaving unmapped the extFields of JSON requests whose code is in
+// unmappedCodes (see Command.ExtFields).
+func decode(frame []byte, unmappedCodes []int16) (*Command, error) {
 	if len(frame) < headerLenFieldSize {
 		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooShort, len(frame))
 	}
@@ -169,7 +174,7 @@ func Decode(frame []byte) (*Command, error) {
 	)
 	switch serialize {
 	case JSON:
-		c, err = decodeJSONHeader(header)
+		c, err = decodeJSONHeader(header, unmappedCodes)
 	case Binary:
 		c, err = decodeBinaryHeader(header)
 	default:
@@ -177,6 +182,9 @@ func Decode(frame []byte) (*Command, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if c.IsResponse() {
+		c.Fields() // response codes are not request codes: whoever waits reads ExtFields
 	}
 	c.Serialize = serialize
 	if body := frame[headerLenFieldSize+headerLen:]; len(body) > 0 {
@@ -291,8 +299,8 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func decodeJSONHeader(b []byte) (*Command, error) {
-	if c, ok := decodeJSONHeaderFast(b); ok {
+func decodeJSONHeader(b []byte, unmappedCodes []int16) (*Command, error) {
+	if c, ok := decodeJSONHeaderFast(b, unmappedCodes); ok {
 		return c, nil
 	}
 	return decodeJSONHeaderStd(b)

@@ -75,12 +75,16 @@ const Version int16 = 407
 
 // Command is one remoting request or response.
 type Command struct {
-	Code      int16
-	Language  LanguageCode
-	Version   int16
-	Opaque    int32
-	Flag      int32
-	Remark    string
+	Code     int16
+	Language LanguageCode
+	Version  int16
+	Opaque   int32
+	Flag     int32
+	Remark   string
+	// ExtFields are the header's custom fields. A request whose code its server lists in
+	// ServerConfig.UnmappedFieldCodes arrives with ExtFields nil and its fields kept as
+	// they came, in unmapped: read them through Field, LookupField or a header decoder,
+	// which need no map, or Fields, which makes it.
 	ExtFields map[string]string
 	Body      []byte
 	// BodyParts follow Body in the frame's body. Unlike Body, which is copied when the
@@ -107,7 +111,13 @@ type Command struct {
 	// size is the length of the frame a command read from a connection came in (its
 	// body aliases it); 0 for one made here.
 	size int
+	// unmapped holds the extFields of a request decoded without ExtFields, in the order
+	// they came; nil otherwise, and never empty. Fields moves them into ExtFields.
+	unmapped []field
 }
+
+// field is one extFields entry.
+type field struct{ name, value string }
 
 // epoch anchors monoNow: time.Since on a time with a monotonic reading reads only the
 // monotonic clock, half the cost of time.Now (which reads the wall clock too).
@@ -175,11 +185,41 @@ func (c *Command) IsOneway() bool { return c.Flag&flagOneway != 0 }
 func (c *Command) MarkOneway() { c.Flag |= flagOneway }
 
 // Field returns the header field name, or "" when absent.
-func (c *Command) Field(name string) string { return c.ExtFields[name] }
+func (c *Command) Field(name string) string {
+	v, _ := c.LookupField(name)
+	return v
+}
+
+// LookupField returns the header field name and whether c has it.
+func (c *Command) LookupField(name string) (string, bool) {
+	if c.unmapped == nil {
+		v, ok := c.ExtFields[name]
+		return v, ok
+	}
+	// From the end: of a name sent twice the last counts, as in a map.
+	for i := len(c.unmapped) - 1; i >= 0; i-- {
+		if c.unmapped[i].name == name {
+			return c.unmapped[i].value, true
+		}
+	}
+	return "", false
+}
+
+// Fields returns ExtFields, made first from the fields of a request decoded without it.
+func (c *Command) Fields() map[string]string {
+	if c.unmapped != nil {
+		m := make(map[string]string, len(c.unmapped))
+		for _, f := range c.unmapped {
+			m[f.name] = f.value
+		}
+		c.ExtFields, c.unmapped = m, nil
+	}
+	return c.ExtFields
+}
 
 // SetField sets header field name.
 func (c *Command) SetField(name, value string) {
-	if c.ExtFields == nil {
+	if c.Fields() == nil {
 		c.ExtFields = map[string]string{}
 	}
 	c.ExtFields[name] = value
@@ -190,5 +230,5 @@ func (c *Command) String() string {
 	if c.IsResponse() {
 		kind = "response"
 	}
-	return fmt.Sprintf("%s{code=%d opaque=%d remark=%q fields=%v body=%dB}", kind, c.Code, c.Opaque, c.Remark, c.ExtFields, c.BodyLen())
+	return fmt.Sprintf("%s{code=%d opaque=%d remark=%q fields=%v body=%dB}", kind, c.Code, c.Opaque, c.Remark, c.Fields(), c.BodyLen())
 }

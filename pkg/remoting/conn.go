@@ -76,6 +76,9 @@ type connConfig struct {
 	tls         *ServerTLS
 	tlsConfig   *tls.Config
 	tlsCounters *TLSCounters
+	// unmappedCodes are the request codes whose extFields are left unmapped (a server's
+	// ServerConfig.UnmappedFieldCodes).
+	unmappedCodes []int16
 }
 
 // dialedConnConfig is the configuration of a connection this side opened: its peer is
@@ -218,7 +221,7 @@ func (c *Conn) readLoop() {
 			c.closeOnReadError(err)
 			return
 		}
-		cmd, err := Decode(frame)
+		cmd, err := decode(frame, c.cfg.unmappedCodes)
 		if err != nil {
 			c.closeOnReadError(err)
 			return

@@ -74,7 +74,7 @@ func checkDecode(t *testing.T, frame []byte) {
 // with encoding/json. It reports whether the fast path took it.
 func checkJSONFastPath(t *testing.T, header []byte) bool {
 	t.Helper()
-	fast, ok := decodeJSONHeaderFast(header)
+	fast, ok := decodeJSONHeaderFast(header, nil)
 	if !ok {
 		return false
 	}
@@ -84,6 +84,19 @@ func checkJSONFastPath(t *testing.T, header []byte) bool {
 	}
 	if !reflect.DeepEqual(fast, std) {
 		t.Fatalf("decoding %q\n fast          %+v\n encoding/json %+v", header, fast, std)
+	}
+	// Left unmapped, the same fields read the same, one by one and as a map.
+	unmapped, ok := decodeJSONHeaderFast(header, []int16{std.Code})
+	if !ok {
+		t.Fatalf("fast path took %q, but not with its extFields unmapped", header)
+	}
+	for k, v := range std.ExtFields {
+		if got, ok := unmapped.LookupField(k); !ok || got != v {
+			t.Fatalf("decoding %q unmapped: field %q is %q, %v; encoding/json: %q", header, k, got, ok, v)
+		}
+	}
+	if unmapped.Fields(); !reflect.DeepEqual(unmapped, std) {
+		t.Fatalf("decoding %q unmapped\n fast          %+v\n encoding/json %+v", header, unmapped, std)
 	}
 	return true
 }

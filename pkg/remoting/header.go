@@ -87,10 +87,10 @@ func decodeFields(c *Command, v reflect.Value, fields []headerField) error {
 		var raw string
 		ok := false
 		if f.alias != "" {
-			raw, ok = c.ExtFields[f.alias]
+			raw, ok = c.LookupField(f.alias)
 		}
 		if !ok {
-			raw, ok = c.ExtFields[f.name]
+			raw, ok = c.LookupField(f.name)
 		}
 		if !ok {
 			if f.required {

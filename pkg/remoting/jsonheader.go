@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -11,8 +12,10 @@ import (
 // encoding/json. It reports false for anything else, valid or not: unknown or repeated
 // keys, escapes of surrogates, invalid UTF-8, numbers with fractions or out of range,
 // nulls where encoding/json would keep a zero value. decodeJSONHeader then falls back to
-// encoding/json, so the result is always encoding/json's.
-func decodeJSONHeaderFast(b []byte) (*Command, bool) {
+// encoding/json, so the result is always encoding/json's. The extFields of a request
+// whose code is in unmappedCodes, and comes before them as clients write it, are left
+// unmapped (Command.ExtFields).
+func decodeJSONHeaderFast(b []byte, unmappedCodes []int16) (*Command, bool) {
 	// One string for the whole header, which keys and values slice: one allocation
 	// instead of one per string.
 	s := jsonScanner{b: b, src: string(b)}
@@ -30,7 +33,7 @@ func decodeJSONHeaderFast(b []byte) (*Command, bool) {
 			var bit uint8
 			switch key {
 			case "code":
-				bit = 1 << 0
+				bit = codeBit
 				var n int64
 				n, ok = s.int(16)
 				c.Code = int16(n)
@@ -75,9 +78,12 @@ func decodeJSONHeaderFast(b []byte) (*Command, bool) {
 				}
 			case "extFields":
 				bit = 1 << 6
-				if s.peek() == 'n' {
+				switch {
+				case s.peek() == 'n':
 					ok = s.null()
-				} else {
+				case seen&codeBit != 0 && slices.Contains(unmappedCodes, c.Code):
+					c.unmapped, ok = s.fields()
+				default:
 					c.ExtFields, ok = s.stringMap()
 				}
 			case "serializeTypeCurrentRPC":
@@ -107,11 +113,14 @@ func decodeJSONHeaderFast(b []byte) (*Command, bool) {
 	if s.i != len(s.b) {
 		return nil, false
 	}
-	if c.ExtFields == nil {
+	if c.ExtFields == nil && c.unmapped == nil {
 		c.ExtFields = map[string]string{}
 	}
 	return c, true
 }
+
+// codeBit marks "code" among the keys decodeJSONHeaderFast has seen.
+const codeBit = 1 << 0
 
 // jsonScanner reads the subset of JSON decodeJSONHeaderFast accepts.
 type jsonScanner struct {
@@ -285,28 +294,44 @@ func jsonFieldCount(b []byte) int {
 	return min(bytes.Count(b, []byte{':'}), maxFieldsHint)
 }
 
+// fields reads an object whose values are all strings into a slice, nil when empty.
+func (s *jsonScanner) fields() ([]field, bool) {
+	fs := make([]field, 0, jsonFieldCount(s.b[s.i:]))
+	ok := s.object(func(k, v string) { fs = append(fs, field{k, v}) })
+	if len(fs) == 0 {
+		fs = nil
+	}
+	return fs, ok
+}
+
 // stringMap reads an object whose values are all strings.
 func (s *jsonScanner) stringMap() (map[string]string, bool) {
-	if !s.consume('{') {
-		return nil, false
-	}
 	m := make(map[string]string, jsonFieldCount(s.b[s.i:]))
+	ok := s.object(func(k, v string) { m[k] = v })
+	return m, ok
+}
+
+// object reads an object whose values are all strings, handing put each entry.
+func (s *jsonScanner) object(put func(k, v string)) bool {
+	if !s.consume('{') {
+		return false
+	}
 	if s.consume('}') {
-		return m, true
+		return true
 	}
 	for {
 		k, ok := s.str()
 		if !ok || !s.consume(':') {
-			return nil, false
+			return false
 		}
 		v, ok := s.str()
 		if !ok {
-			return nil, false
+			return false
 		}
-		m[k] = v
+		put(k, v)
 		if s.consume(',') {
 			continue
 		}
-		return m, s.consume('}')
+		return s.consume('}')
 	}
 }

@@ -71,6 +71,11 @@ type ServerConfig struct {
 	// length (see Pool). [DefaultMaxWaitingBytes, or an eighth of the Go memory limit
 	// (GOMEMLIMIT) when lower]
 	MaxWaitingBytes int64
+	// UnmappedFieldCodes are request codes whose handlers read the header through
+	// Command.Field, LookupField and the header decoders only: their requests in JSON
+	// arrive without an ExtFields map (see Command.ExtFields), which for a send cost about
+	// as much as decoding the rest of its header.
+	UnmappedFieldCodes []int16
 
 	// TLS, when set, is how every listener of the server speaks TLS (tls.server.mode):
 	// nil serves plain text only and reads a ClientHello as a malformed frame. With TLS
@@ -319,6 +324,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		tls:            s.cfg.TLS,
 		tlsConfig:      s.tlsCfg,
 		tlsCounters:    &s.tlsCount,
+		unmappedCodes:  s.cfg.UnmappedFieldCodes,
 	}, s.dispatch)
 	s.mu.Lock()
 	if s.closing.Load() {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -538,5 +539,73 @@ func TestErrHandlerFunc(t *testing.T) {
 	later := ErrHandlerFunc(func(context.Context, *Conn, *Command) (*Command, error) { return nil, nil })
 	if resp := later.ServeRemoting(context.Background(), nil, req); resp != nil {
 		t.Errorf("answered later became %v", resp)
+	}
+}
+
+// TestUnmappedFieldCodes: a JSON request whose code the server lists comes to its handler
+// without an ExtFields map, its fields read alike through Field, LookupField, the header
+// decoders and Fields; other codes and binary headers come with the map.
+func TestUnmappedFieldCodes(t *testing.T) {
+	type seen struct {
+		mapped     bool
+		topic      string
+		missing    bool
+		header     benchSendHeader
+		decodeErr  error
+		fieldsSize int
+	}
+	got := make(chan seen, 1)
+	record := HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+		s := seen{mapped: req.ExtFields != nil, topic: req.Field("b")}
+		_, found := req.LookupField("nope")
+		s.missing = !found
+		s.decodeErr = DecodeHeader(req, &s.header)
+		s.fieldsSize = len(req.Fields())
+		got <- s
+		return req.NewResponse(Success, "")
+	})
+	srv := startServer(t, ServerConfig{UnmappedFieldCodes: []int16{SendMessageV2}}, func(s *Server) {
+		s.Handle(SendMessageV2, record, nil)
+		s.Handle(SendMessage, record, nil)
+	})
+	raw := dialRaw(t, srv.addr)
+	for _, tc := range []struct {
+		name       string
+		code       int16
+		serialize  SerializeType
+		wantMapped bool
+	}{
+		{"JSON, listed", SendMessageV2, JSON, false},
+		{"JSON, not listed", SendMessage, JSON, true},
+		{"binary, listed", SendMessageV2, Binary, true},
+	} {
+		req := NewRequest(tc.code, maps.Clone(sendHeaderFields), nil)
+		req.Serialize = tc.serialize
+		raw.send(req)
+		if resp := raw.mustRead(); resp.Code != Success {
+			t.Fatalf("%s: %v", tc.name, resp)
+		}
+		s := <-got
+		if s.mapped != tc.wantMapped {
+			t.Errorf("%s: handler saw ExtFields mapped %v, want %v", tc.name, s.mapped, tc.wantMapped)
+		}
+		if s.topic != sendHeaderFields["b"] || !s.missing || s.decodeErr != nil ||
+			s.header.Topic != sendHeaderFields["b"] || s.header.QueueID != 3 || s.fieldsSize != len(sendHeaderFields) {
+			t.Errorf("%s: handler read %+v", tc.name, s)
+		}
+	}
+	// Java's bytes, code first as fastjson writes it; and a name sent twice, whose last
+	// value counts as it would in a map.
+	raw.write(readFixture(t, "java_json_send"))
+	raw.mustRead()
+	if s := <-got; s.mapped || s.header.Topic != "TopicTest" || s.header.ProducerGroup != "please_rename_unique_group_name" {
+		t.Errorf("Java's send: handler read %+v", s)
+	}
+	header := `{"code":310,"extFields":{"b":"first","a":"g","c":"T","d":"4","e":"1","f":"0","g":"1","h":"0","b":"last"},"flag":0,"opaque":7}`
+	raw.write(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, uint32(4+len(header))), uint32(len(header))))
+	raw.write([]byte(header))
+	raw.mustRead()
+	if s := <-got; s.mapped || s.topic != "last" || s.header.Topic != "last" || s.fieldsSize != 8 {
+		t.Errorf("a repeated name: handler read %+v", s)
 	}
 }
