@@ -26,11 +26,11 @@ func DecodeHeader(c *Command, dst any) error {
 	if err != nil {
 		return err
 	}
-	fields, err := headerFieldsOf(v.Type())
+	layout, err := headerLayoutOf(v.Type())
 	if err != nil {
 		return err
 	}
-	return decodeFields(c, v, fields)
+	return layout.decode(c, v)
 }
 
 // RenamedHeader decodes one struct type of header whose fields may travel under other
@@ -39,7 +39,7 @@ func DecodeHeader(c *Command, dst any) error {
 // they cost a send as much as the rest of its header decoding.
 type RenamedHeader struct {
 	t      reflect.Type
-	fields []headerField
+	layout *headerLayout
 }
 
 // NewRenamedHeader makes the decoder of proto's type (a struct or a pointer to one);
@@ -50,15 +50,15 @@ func NewRenamedHeader(proto any, rename map[string]string) *RenamedHeader {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	fields, err := headerFieldsOf(t)
+	layout, err := headerLayoutOf(t)
 	if err != nil {
 		panic(err)
 	}
-	fields = slices.Clone(fields)
+	fields := slices.Clone(layout.fields)
 	for i := range fields {
 		fields[i].alias = rename[fields[i].name]
 	}
-	return &RenamedHeader{t: t, fields: fields}
+	return &RenamedHeader{t: t, layout: newHeaderLayout(fields)}
 }
 
 // Decode fills the struct pointed to by dst, of the decoder's type, as DecodeHeader does.
@@ -70,7 +70,7 @@ func (h *RenamedHeader) Decode(c *Command, dst any) error {
 	if v.Type() != h.t {
 		return fmt.Errorf("remoting: a decoder of %s cannot decode into %s", h.t, v.Type())
 	}
-	return decodeFields(c, v, h.fields)
+	return h.layout.decode(c, v)
 }
 
 // headerStruct returns the struct dst points to.
@@ -82,27 +82,22 @@ func headerStruct(dst any) (reflect.Value, error) {
 	return v.Elem(), nil
 }
 
-func decodeFields(c *Command, v reflect.Value, fields []headerField) error {
-	for _, f := range fields {
-		var raw string
-		ok := false
+// headerLayout is how a header struct's fields map to extFields.
+type headerLayout struct {
+	fields []headerField
+	// slot maps each name a field is sent under to 2*its index in fields, +1 for an alias.
+	slot map[string]int
+}
+
+func newHeaderLayout(fields []headerField) *headerLayout {
+	l := &headerLayout{fields: fields, slot: make(map[string]int, 2*len(fields))}
+	for i, f := range fields {
+		l.slot[f.name] = 2 * i
 		if f.alias != "" {
-			raw, ok = c.LookupField(f.alias)
-		}
-		if !ok {
-			raw, ok = c.LookupField(f.name)
-		}
-		if !ok {
-			if f.required {
-				return fmt.Errorf("the custom field <%s> is null", f.name)
-			}
-			continue
-		}
-		if err := setField(v.Field(f.index), raw); err != nil {
-			return fmt.Errorf("the custom field <%s> is invalid: %v", f.name, err)
+			l.slot[f.alias] = 2*i + 1
 		}
 	}
-	return nil
+	return l
 }
 
 // headerField is a struct field that carries an extField.
@@ -113,16 +108,76 @@ type headerField struct {
 	required bool
 }
 
-// headerFields caches headerFieldsOf per struct type: a header is decoded on every
-// request, and reading its tags each time cost a send about a tenth of its decoding.
-var headerFields sync.Map // reflect.Type -> []headerField, or error
+// rawField is the text a field arrived with; rank 0: absent, 1: under its name, 2:
+// under its alias, which counts over the name.
+type rawField struct {
+	text string
+	rank uint8
+}
 
-func headerFieldsOf(t reflect.Type) ([]headerField, error) {
-	if cached, ok := headerFields.Load(t); ok {
+// decode fills v from c's extFields.
+func (l *headerLayout) decode(c *Command, v reflect.Value) error {
+	var buf [24]rawField
+	raw := buf[:0]
+	if len(l.fields) > len(buf) {
+		raw = make([]rawField, 0, len(l.fields))
+	}
+	raw = l.gather(c, raw[:len(l.fields)])
+	for i, f := range l.fields {
+		if raw[i].rank == 0 {
+			if f.required {
+				return fmt.Errorf("the custom field <%s> is null", f.name)
+			}
+			continue
+		}
+		if err := setField(v.Field(f.index), raw[i].text); err != nil {
+			return fmt.Errorf("the custom field <%s> is invalid: %v", f.name, err)
+		}
+	}
+	return nil
+}
+
+// gather fills raw, one entry per field, from c's extFields.
+func (l *headerLayout) gather(c *Command, raw []rawField) []rawField {
+	if c.unmapped == nil {
+		for i, f := range l.fields {
+			if f.alias != "" {
+				if text, ok := c.ExtFields[f.alias]; ok {
+					raw[i] = rawField{text, 2}
+					continue
+				}
+			}
+			if text, ok := c.ExtFields[f.name]; ok {
+				raw[i] = rawField{text, 1}
+			}
+		}
+		return raw
+	}
+	// One pass over the fields as they came: of a name sent twice the last counts, as
+	// in a map.
+	for _, u := range c.unmapped {
+		s, ok := l.slot[u.name]
+		if !ok {
+			continue
+		}
+		i, rank := s/2, uint8(1+s%2)
+		if rank >= raw[i].rank {
+			raw[i] = rawField{u.value, rank}
+		}
+	}
+	return raw
+}
+
+// headerLayouts caches headerLayoutOf per struct type: a header is decoded on every
+// request, and reading its tags each time cost a send about a tenth of its decoding.
+var headerLayouts sync.Map // reflect.Type -> *headerLayout, or error
+
+func headerLayoutOf(t reflect.Type) (*headerLayout, error) {
+	if cached, ok := headerLayouts.Load(t); ok {
 		if err, bad := cached.(error); bad {
 			return nil, err
 		}
-		return cached.([]headerField), nil
+		return cached.(*headerLayout), nil
 	}
 	var fields []headerField
 	for i := range t.NumField() {
@@ -132,13 +187,14 @@ func headerFieldsOf(t reflect.Type) ([]headerField, error) {
 		}
 		if !t.Field(i).IsExported() {
 			err := fmt.Errorf("remoting: header field %s (%s) is not exported", t.Field(i).Name, name)
-			headerFields.Store(t, err)
+			headerLayouts.Store(t, err)
 			return nil, err
 		}
 		fields = append(fields, headerField{index: i, name: name, required: required})
 	}
-	headerFields.Store(t, fields)
-	return fields, nil
+	l := newHeaderLayout(fields)
+	headerLayouts.Store(t, l)
+	return l, nil
 }
 
 // EncodeHeader returns src's fields as extFields; nil pointers are left out. src is a

@@ -91,6 +91,17 @@ func TestRenamedHeader(t *testing.T) {
 	if err := dec.Decode(&Command{ExtFields: map[string]string{"consumerGroup": "g", "b": "1", "queueId": "2"}}, &h); err != nil || h.ConsumerGroup != "g" || h.QueueID != 1 {
 		t.Fatalf("Decode = %+v, %v", h, err)
 	}
+	// Unmapped, as a server leaves sends, alike in any order; of a name sent twice the
+	// last counts.
+	for _, fs := range [][]field{
+		{{"consumerGroup", "g"}, {"b", "1"}, {"queueId", "2"}},
+		{{"b", "0"}, {"queueId", "2"}, {"consumerGroup", "g"}, {"b", "1"}},
+	} {
+		h = pullHeader{}
+		if err := dec.Decode(&Command{unmapped: fs}, &h); err != nil || h.ConsumerGroup != "g" || h.QueueID != 1 {
+			t.Fatalf("Decode of unmapped %v = %+v, %v", fs, h, err)
+		}
+	}
 	err := dec.Decode(&Command{ExtFields: map[string]string{"a": "g", "b": "one"}}, &h)
 	if err == nil || !strings.Contains(err.Error(), "<queueId> is invalid") {
 		t.Fatalf("Decode error %v, want one naming <queueId>", err)
