@@ -208,13 +208,21 @@ func (c *Command) LookupField(name string) (string, bool) {
 // Fields returns ExtFields, made first from the fields of a request decoded without it.
 func (c *Command) Fields() map[string]string {
 	if c.unmapped != nil {
-		m := make(map[string]string, len(c.unmapped))
-		for _, f := range c.unmapped {
-			m[f.name] = f.value
-		}
-		c.ExtFields, c.unmapped = m, nil
+		c.ExtFields, c.unmapped = c.fieldMap(), nil
 	}
 	return c.ExtFields
+}
+
+// fieldMap returns c's fields as a map, leaving c as it is.
+func (c *Command) fieldMap() map[string]string {
+	if c.unmapped == nil {
+		return c.ExtFields
+	}
+	m := make(map[string]string, len(c.unmapped))
+	for _, f := range c.unmapped {
+		m[f.name] = f.value
+	}
+	return m
 }
 
 // SetField sets header field name.
@@ -230,5 +238,5 @@ func (c *Command) String() string {
 	if c.IsResponse() {
 		kind = "response"
 	}
-	return fmt.Sprintf("%s{code=%d opaque=%d remark=%q fields=%v body=%dB}", kind, c.Code, c.Opaque, c.Remark, c.Fields(), c.BodyLen())
+	return fmt.Sprintf("%s{code=%d opaque=%d remark=%q fields=%v body=%dB}", kind, c.Code, c.Opaque, c.Remark, c.fieldMap(), c.BodyLen())
 }
