@@ -65,6 +65,8 @@
 # BENCH_DURATION (20s), BENCH_WARMUP (5s), BENCH_SYNC_FLUSH (1: also run the producer with
 # SYNC_FLUSH), BENCH_FLUSHES (the flush modes to run, overriding BENCH_SYNC_FLUSH: say
 # "SYNC_FLUSH" for that mode alone), BENCH_CONSUME (1), BENCH_SEGMENT_MB (1024), BENCH_JAVA_HEAP_MB (1024),
+# BENCH_OURS_ENV (environment of our broker, say "GODEBUG=schedtrace=0"), BENCH_OURS_CONF
+# (lines added to our broker's broker.conf, say "sendMessageThreadPoolNums=1"),
 # BENCH_WORK_DIR (stores and logs; default a new temp dir, removed after a successful run
 # unless BENCH_KEEP=1; after a failure only the stores are removed), BENCH_OUT (also write
 # the table to this file), BENCH_SKIP_BUILD (0), JAVA_HOME, plus what hack/compat.sh reads
@@ -288,9 +290,11 @@ autoCreateSubscriptionGroup=true
 CONF
   if [[ $kind == ours || $kind == ours-memlimit ]]; then
     printf 'fastListenPort=%s\nhaListenPort=%s\n' $((bport - 2)) $((bport + 1)) >>"$dir/broker.conf"
+    if [[ -n ${BENCH_OURS_CONF:-} ]]; then printf '%b\n' "$BENCH_OURS_CONF" >>"$dir/broker.conf"; fi
     local goenv=()
+    if [[ -n ${BENCH_OURS_ENV:-} ]]; then read -r -a goenv <<<"$BENCH_OURS_ENV"; fi
     if [[ $kind == ours-memlimit ]]; then
-      goenv=(GOGC=off "GOMEMLIMIT=${heap_mb}MiB") # the Java heap's budget, collected only when reached
+      goenv+=(GOGC=off "GOMEMLIMIT=${heap_mb}MiB") # the Java heap's budget, collected only when reached
     fi
     local prof=()
     if [[ -n $profile_dir ]]; then

@@ -18,6 +18,9 @@
 // flushed and marked clean, and the broker unregisters from its name servers.
 // Unless GOGC or GOMEMLIMIT is set, it runs with GOGC=400, lowered toward 100 as the
 // heap grows past 64 MiB, and a soft memory limit of half the memory (see tuneGC).
+// Unless GODEBUG names schedtrace, it first executes itself again with
+// GODEBUG=schedtrace=2147483647, which keeps the runtime's sysmon from polling every
+// 20 µs after each idle pause (see sysmon.go).
 package main
 
 import (
@@ -44,6 +47,9 @@ import (
 )
 
 func main() {
+	if err := execWithSysmonBackoff(); err != nil {
+		fmt.Fprintln(os.Stderr, "broker: running with the Go runtime's sysmon as it is:", err)
+	}
 	os.Exit(run())
 }
 
