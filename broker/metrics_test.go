@@ -125,14 +125,24 @@ func TestMetricsCountSendsPullsAndLag(t *testing.T) {
 	commitOffset(tb, "mg", "MT", 0, int64(pulled))
 	commitOffset(tb, "mg", "MT", 1, 0)
 
-	text := scrapeText(t, tb.MetricsAddr())
-	mfs := parseMetrics(t, text)
+	// The server observes a send's latency after queueing its answer (ServerConfig.OnReply),
+	// which the client can read first: scrape until the last send is counted; the checks
+	// below then hold every figure to its value.
+	sendLatency := map[string]string{"request_code": "send_message_v2", "response_code": "success", "result": "success"}
+	var text []byte
+	var mfs map[string]*dto.MetricFamily
+	waitFor(t, func() bool {
+		text = scrapeText(t, tb.MetricsAddr())
+		mfs = parseMetrics(t, text)
+		n, _ := metricValue(mfs, "rocketmq_rpc_latency", sendLatency)
+		return n >= sends
+	})
 	topic := map[string]string{"topic": "MT", "cluster": "DefaultCluster", "node_type": "broker", "node_id": "broker-test"}
 	wantMetric(t, mfs, "rocketmq_messages_in_total", topic, sends)
 	wantMetric(t, mfs, "rocketmq_messages_in_total", map[string]string{"topic": "MT", "message_type": "normal", "is_system": "false"}, sends)
 	wantMetric(t, mfs, "rocketmq_messages_out_total", map[string]string{"topic": "MT", "consumer_group": "mg", "is_retry": "false"}, float64(pulled))
 	wantMetric(t, mfs, "rocketmq_consumer_lag_messages", map[string]string{"topic": "MT", "consumer_group": "mg"}, float64(sends-pulled))
-	wantMetric(t, mfs, "rocketmq_rpc_latency", map[string]string{"request_code": "send_message_v2", "response_code": "success", "result": "success"}, sends)
+	wantMetric(t, mfs, "rocketmq_rpc_latency", sendLatency, sends)
 	wantMetric(t, mfs, "rocketmq_storage_put_latency", nil, sends)
 	wantMetric(t, mfs, "rocketmq_message_size", map[string]string{"message_type": "normal"}, sends)
 	if in, _ := metricValue(mfs, "rocketmq_throughput_in_total", topic); in < sends*float64(len("body-0")) {
