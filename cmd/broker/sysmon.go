@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -48,13 +49,7 @@ func execWithSysmonBackoff() error {
 	if !change {
 		return nil
 	}
-	env := os.Environ()
-	for i := 0; i < len(env); i++ {
-		if strings.HasPrefix(env[i], "GODEBUG=") {
-			env = append(env[:i], env[i+1:]...)
-			i--
-		}
-	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") })
 	// /proc/self/exe: this very binary, even if its path was replaced or removed since.
 	err := syscall.Exec("/proc/self/exe", os.Args, append(env, "GODEBUG="+godebug))
 	return fmt.Errorf("executing itself with GODEBUG=%s: %w", godebug, err)
