@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -23,7 +24,8 @@ type gcHeadroom struct {
 // 10 MiB) stays below it, so GOGC=400 rules there; it is issue 19's memory budget.
 const headroomFloor = 64 << 20
 
-// headroomInterval: how often GOGC follows the live heap.
+// headroomInterval: how often GOGC follows the live heap between collections; it also
+// follows it at the end of each (gcEnded).
 const headroomInterval = 250 * time.Millisecond
 
 // percent is the GOGC for a live heap of live bytes: the heap may reach the larger of
@@ -36,9 +38,15 @@ func (h gcHeadroom) percent(live int64) int {
 	return int(min(int64(h.max), max(100, (goal-live)*100/live)))
 }
 
-// run sets GOGC every headroomInterval, for the life of the process.
+// run sets GOGC after every collection and every headroomInterval, for the life of the
+// process. After a collection: the live heap it found sets the next one's goal, and a
+// flood of large requests can raise it several-fold in one cycle, which GOGC=400 would
+// then let grow fivefold until the next tick (TestOverload's 256 KiB phase peaked past
+// its bound that way).
 func (h gcHeadroom) run() {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	ended := make(chan struct{}, 1)
+	gcEnded(ended)
 	tick := time.NewTicker(headroomInterval)
 	defer tick.Stop()
 	current := h.max
@@ -48,6 +56,23 @@ func (h gcHeadroom) run() {
 			debug.SetGCPercent(p)
 			current = p
 		}
-		<-tick.C
+		select {
+		case <-ended:
+		case <-tick.C:
+		}
 	}
+}
+
+// gcEnded signals ended (without blocking) after each garbage collection, for the life
+// of the process: a finalizer runs once the collection that found its object
+// unreachable ends, and re-arms itself on a new one.
+func gcEnded(ended chan<- struct{}) {
+	sentinel := new([16]byte) // not a tiny allocation, which may share a finalizer's block
+	runtime.SetFinalizer(sentinel, func(*[16]byte) {
+		select {
+		case ended <- struct{}{}:
+		default:
+		}
+		gcEnded(ended)
+	})
 }

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+)
 
 // GOGC stays at its maximum while five times the live heap fits under the floor, then
 // lets the heap reach the floor, then twice the live heap (GOGC=100), never less.
@@ -19,6 +23,20 @@ func TestGCHeadroomPercent(t *testing.T) {
 	} {
 		if got := h.percent(c.live); got != c.want {
 			t.Errorf("percent(live %d MiB) = %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// gcEnded signals after each collection, not only the first.
+func TestGCEndedSignalsEachCollection(t *testing.T) {
+	ended := make(chan struct{}, 1)
+	gcEnded(ended)
+	for i := range 3 {
+		runtime.GC()
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("collection %d: no signal within 10s", i+1)
 		}
 	}
 }
