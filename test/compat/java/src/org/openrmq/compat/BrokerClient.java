@@ -13,12 +13,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.store.OffsetStore;
+import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 
@@ -193,6 +196,19 @@ public final class BrokerClient {
         }
     }
 
+    // commitOffsets commits c's consumed offsets with acknowledged UPDATE_CONSUMER_OFFSET
+    // requests. shutdown() commits them too, but oneway: System.exit can end the JVM before
+    // Netty has written those frames, and the offsets checked afterwards would be a race.
+    static void commitOffsets(DefaultMQPushConsumer c) throws Exception {
+        OffsetStore store = c.getDefaultMQPushConsumerImpl().getOffsetStore();
+        for (MessageQueue mq : c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet()) {
+            long offset = store.readOffset(mq, ReadOffsetType.READ_FROM_MEMORY);
+            if (offset >= 0) {
+                store.updateConsumeOffsetToBroker(mq, offset, false);
+            }
+        }
+    }
+
     static boolean consume(String namesrv, String topic, String prefix, String group, int expect, int seconds, int fresh) throws Exception {
         if (expect == 0 && fresh < 0) {
             System.out.println("RESULT FAIL consume with EXPECT 0 needs FRESH");
@@ -259,6 +275,7 @@ public final class BrokerClient {
                 }
                 Thread.sleep(2000); // old messages, if redelivered, would come by now
             }
+            commitOffsets(c);
         } finally {
             c.shutdown();
         }
