@@ -235,6 +235,7 @@ func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total
 	}
 	// Publish: the records are complete in the file (and so the mapping) before wrote moves.
 	s.cl.wrote.Store(seg.Start + int64(pos+p))
+	s.cl.askWarm()
 	if counted {
 		s.queueTable[key] = qoff + int64(len(msgs))
 	}

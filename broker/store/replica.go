@@ -192,6 +192,7 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 		data = data[n:]
 		s.cl.wrote.Store(off + int64(n))
 	}
+	s.cl.askWarm()
 	clear(s.queueTable) // queue offsets now come from the master's records
 	select {
 	case s.kickDisp <- struct{}{}:

@@ -136,8 +136,9 @@ func Open(cfg Config) (*Store, error) {
 }
 
 func (s *Store) start() {
-	s.wg.Add(4)
+	s.wg.Add(5)
 	go func() { defer s.wg.Done(); s.cl.allocLoop(s.stop) }()
+	go func() { defer s.wg.Done(); s.cl.warmLoop(s.stop) }()
 	s.cl.wantSpare <- struct{}{} // first spare now (buffered, cannot block)
 	go s.dispatchLoop()
 	go s.flushLoop()

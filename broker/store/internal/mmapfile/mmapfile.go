@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // File is one memory-mapped file. Data is the whole mapping; callers
@@ -161,6 +163,30 @@ func mapFile(f *os.File, path string, start int64, size int) (*File, error) {
 
 // Size is the mapping length.
 func (m *File) Size() int { return len(m.Data) }
+
+// Populate brings the pages of [pos, pos+n) into the page cache and the mapping
+// (MADV_POPULATE_READ) without writing them: a later store into them skips the
+// page's allocation and zeroing. pos is rounded down to a page. It fails with
+// ErrPopulateUnsupported on kernels before 5.14.
+func (m *File) Populate(pos, n int) error {
+	if pos < 0 || n < 0 || pos+n > len(m.Data) {
+		return fmt.Errorf("populate %s: [%d, %d) outside its %d bytes", m.Path, pos, pos+n, len(m.Data))
+	}
+	start := pos - pos%pageSize
+	err := unix.Madvise(m.Data[start:pos+n], unix.MADV_POPULATE_READ)
+	if errors.Is(err, unix.EINVAL) {
+		return ErrPopulateUnsupported
+	}
+	if err != nil {
+		return fmt.Errorf("populate %s [%d, %d): %w", m.Path, start, pos+n, err)
+	}
+	return nil
+}
+
+// ErrPopulateUnsupported is Populate's error where the kernel lacks MADV_POPULATE_READ.
+var ErrPopulateUnsupported = errors.New("madvise(MADV_POPULATE_READ) not supported by this kernel (needs Linux 5.14)")
+
+var pageSize = os.Getpagesize()
 
 // Sync makes the mapping durable (fdatasync). Pages dirtied through
 // a shared mapping are part of the page cache, so fdatasync covers them.

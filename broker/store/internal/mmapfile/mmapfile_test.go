@@ -1,6 +1,7 @@
 package mmapfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,6 +105,37 @@ func TestWriteAtIsSeenInTheMappingAndBounded(t *testing.T) {
 	for _, pos := range []int{4091, -1} {
 		if err := f.WriteAt([]byte("record"), pos); err == nil {
 			t.Errorf("WriteAt(%d) past the file's 4096 bytes: no error", pos)
+		}
+	}
+}
+
+func TestPopulateReadsPagesInWithoutWriting(t *testing.T) {
+	const size = 64 << 10
+	f, err := Create(filepath.Join(t.TempDir(), Name(0)), 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	from, to := pageSize+5, 5*pageSize // pages 1 to 4; from is rounded down
+	if n := Resident(t, f.Data[pageSize:to]); n != 0 {
+		t.Fatalf("%d pages of a new file resident before Populate", n)
+	}
+	err = f.Populate(from, to-from)
+	if errors.Is(err, ErrPopulateUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := Resident(t, f.Data[pageSize:to]); n != 4 {
+		t.Fatalf("%d of pages 1-4 resident after Populate, want 4", n)
+	}
+	if !allZero(f.Data) {
+		t.Fatal("Populate changed the file")
+	}
+	for _, r := range [][2]int{{-1, 10}, {size - 10, 11}, {0, -1}} {
+		if err := f.Populate(r[0], r[1]); err == nil {
+			t.Errorf("Populate(%d, %d) of a %d-byte file: no error", r[0], r[1], size)
 		}
 	}
 }
