@@ -44,7 +44,10 @@ type commitLog struct {
 	// the writer's stores below it find their pages in the page cache.
 	warmed   atomic.Int64
 	wantWarm chan struct{}
-	noWarm   atomic.Bool // the kernel cannot populate (before Linux 5.14)
+	// noWarm turns warming off: under SYNC_FLUSH (records go in with pwrite, and
+	// pages mapped into the broker make each fdatasync write-protect them again:
+	// 64-thread sends lost a fifth of their rate), or on kernels before 5.14.
+	noWarm atomic.Bool
 }
 
 // The first store into a page of a new segment costs the page's allocation and

@@ -36,3 +36,16 @@ func TestWarmKeepsTheTailPopulated(t *testing.T) {
 		})
 	}
 }
+
+// TestNoWarmUnderSyncFlush: under SYNC_FLUSH records go in with pwrite, and pages
+// populated into the mapping would make every fdatasync write-protect them again.
+func TestNoWarmUnderSyncFlush(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	mustPut(t, s, newMsg("T", 0, "no warming", nil))
+	if !s.cl.noWarm.Load() || s.cl.warmed.Load() != 0 {
+		t.Fatalf("SYNC_FLUSH store: noWarm %t, warmed %d; want warming off", s.cl.noWarm.Load(), s.cl.warmed.Load())
+	}
+}
