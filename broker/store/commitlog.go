@@ -183,24 +183,12 @@ func (cl *commitLog) newSegment(start int64) (*mmapfile.File, error) {
 	cl.mu.Lock()
 	cl.segs = append(cl.segs, f)
 	cl.mu.Unlock()
-	select { // ask for the next spare
-	case cl.wantSpare <- struct{}{}:
-	default:
-	}
+	kick(cl.wantSpare) // ask for the next spare
 	return f, nil
 }
 
 // allocLoop creates the spare segment after each roll (and at start).
-func (cl *commitLog) allocLoop(stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		case <-cl.wantSpare:
-		}
-		cl.makeSpare()
-	}
-}
+func (cl *commitLog) allocLoop(stop <-chan struct{}) { serveKicks(stop, cl.wantSpare, cl.makeSpare) }
 
 func (cl *commitLog) makeSpare() {
 	cl.createMu.Lock()
@@ -226,26 +214,13 @@ func (cl *commitLog) makeSpare() {
 // askWarm wakes warmLoop when fewer than warmLow bytes past the tail are warm.
 // Writer only, after publishing wrote.
 func (cl *commitLog) askWarm() {
-	if cl.warmed.Load()-cl.wrote.Load() >= warmLow || cl.noWarm.Load() {
-		return
-	}
-	select {
-	case cl.wantWarm <- struct{}{}:
-	default:
+	if cl.warmed.Load()-cl.wrote.Load() < warmLow && !cl.noWarm.Load() {
+		kick(cl.wantWarm)
 	}
 }
 
 // warmLoop populates the tail segment ahead of the writer when askWarm asks.
-func (cl *commitLog) warmLoop(stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		case <-cl.wantWarm:
-		}
-		cl.warm()
-	}
-}
+func (cl *commitLog) warmLoop(stop <-chan struct{}) { serveKicks(stop, cl.wantWarm, cl.warm) }
 
 // warm populates [tail, tail+warmAhead) of the tail's segment (the spare's first
 // pages were populated when it was made). Populating only reads pages in, so it
@@ -359,4 +334,25 @@ func (cl *commitLog) flush() error {
 	}
 	cl.flushed.Store(target)
 	return nil
+}
+
+// kick wakes the goroutine serving ch (a channel of capacity 1) without waiting: a
+// kick already pending covers this one.
+func kick(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// serveKicks runs do after each kick on kicks until stop is closed.
+func serveKicks(stop, kicks <-chan struct{}, do func()) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-kicks:
+		}
+		do()
+	}
 }

@@ -69,10 +69,7 @@ func (g *groupCommit) notify(end int64, done func(PutStatus)) {
 		g.timer.Reset(g.s.cfg.SyncFlushTimeout)
 	}
 	g.mu.Unlock()
-	select {
-	case g.kick <- struct{}{}:
-	default: // a flush is due already
-	}
+	kick(g.kick) // unless a flush is due already
 }
 
 func (g *groupCommit) status(end int64) PutStatus {

@@ -239,10 +239,7 @@ func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total
 	if counted {
 		s.queueTable[key] = qoff + int64(len(msgs))
 	}
-	select {
-	case s.kickDisp <- struct{}{}:
-	default:
-	}
+	kick(s.kickDisp)
 	return res, nil
 }
 

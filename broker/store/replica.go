@@ -194,9 +194,6 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	}
 	s.cl.askWarm()
 	clear(s.queueTable) // queue offsets now come from the master's records
-	select {
-	case s.kickDisp <- struct{}{}:
-	default:
-	}
+	kick(s.kickDisp)
 	return nil
 }

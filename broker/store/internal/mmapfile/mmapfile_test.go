@@ -117,7 +117,7 @@ func TestPopulateReadsPagesInWithoutWriting(t *testing.T) {
 	}
 	defer f.Close()
 	from, to := pageSize+5, 5*pageSize // pages 1 to 4; from is rounded down
-	if n := Resident(t, f.Data[pageSize:to]); n != 0 {
+	if n := resident(t, f.Data[pageSize:to]); n != 0 {
 		t.Fatalf("%d pages of a new file resident before Populate", n)
 	}
 	err = f.Populate(from, to-from)
@@ -127,7 +127,7 @@ func TestPopulateReadsPagesInWithoutWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := Resident(t, f.Data[pageSize:to]); n != 4 {
+	if n := resident(t, f.Data[pageSize:to]); n != 4 {
 		t.Fatalf("%d of pages 1-4 resident after Populate, want 4", n)
 	}
 	if !allZero(f.Data) {

@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Resident counts the pages of b, a page-aligned part of a mapping, that are in
+// resident counts the pages of b, a page-aligned part of a mapping, that are in
 // memory (mincore(2); x/sys/unix has no wrapper for it).
-func Resident(t testing.TB, b []byte) int {
+func resident(t testing.TB, b []byte) int {
 	t.Helper()
 	vec := make([]byte, (len(b)+pageSize-1)/pageSize)
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
