@@ -48,9 +48,10 @@ func scaleInAfterConsumed(nsAddrs []string) {
 	Eventually(lagOnB).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeZero())
 
 	// Suspended, the consumer stays in its group but pulls nothing more; a pull the broker
-	// holds (long polling, up to 15 s) still answers, so the messages come after that.
+	// already holds still answers, with any message that arrives meanwhile. The Go client
+	// asks for 20 s of long polling (the Java client 15 s), so the messages come after that.
 	c.Suspend()
-	time.Sleep(16 * time.Second)
+	time.Sleep(goClientPullSuspend + 2*time.Second)
 	keys, queues := produceGoQueues(nsAddrs, dtopic, "drain", 400)
 	onB := 0
 	for _, q := range queues {
@@ -59,7 +60,9 @@ func scaleInAfterConsumed(nsAddrs []string) {
 		}
 	}
 	Expect(onB).To(BeNumerically(">", 0), "no message landed on broker-b")
-	Expect(lagOnB()).To(BeEquivalentTo(onB))
+	// Consume queues are written after the commitlog, as Java's ReputMessageService does.
+	Eventually(lagOnB).WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).
+		Should(BeEquivalentTo(onB), "the group's lag on broker-b, with %d of the keys stored there", onB)
 
 	skipLeftovers(adm, masterB, group)
 
@@ -103,6 +106,10 @@ func scaleInAfterConsumed(nsAddrs []string) {
 	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	report("scale-out 1 -> 2: broker-b back and Ready with the Topic resources' topics in %s", since(t1))
 }
+
+// goClientPullSuspend is how long rocketmq-client-go asks the broker to hold a pull
+// (suspendTimeoutMillis in its PullMessageRequestHeader).
+const goClientPullSuspend = 20 * time.Second
 
 // skipLeftovers moves every other consumer group's offsets on the broker at addr to the
 // queues' ends: earlier specs leave groups with messages they never read, which the
