@@ -44,10 +44,16 @@ type commitLog struct {
 	// the writer's stores below it find their pages in the page cache.
 	warmed   atomic.Int64
 	wantWarm chan struct{}
-	// noWarm turns warming off: under SYNC_FLUSH (records go in with pwrite, and
-	// pages mapped into the broker make each fdatasync write-protect them again:
-	// 64-thread sends lost a fifth of their rate), or on kernels before 5.14.
+	// noWarm turns populating off on kernels before 5.14.
 	noWarm atomic.Bool
+	// zeroAhead makes warming write zeros instead of populating (SYNC_FLUSH; see zero).
+	// Set before the store starts.
+	zeroAhead bool
+	// zeroMu is held by zero while it writes a chunk, and by a writer that claims
+	// bytes not yet zeroed; zeroFloor, under it, is the end of the last claim: zero
+	// writes nothing below it.
+	zeroMu    sync.Mutex
+	zeroFloor int64
 }
 
 // The first store into a page of a new segment costs the page's allocation and
@@ -211,7 +217,8 @@ func (cl *commitLog) makeSpare() {
 	cl.spareMu.Unlock()
 }
 
-// askWarm wakes warmLoop when fewer than warmLow bytes past the tail are warm.
+// askWarm wakes warmLoop when fewer than warmLow bytes past the tail are warm (or
+// zeroed).
 // Writer only, after publishing wrote.
 func (cl *commitLog) askWarm() {
 	if cl.warmed.Load()-cl.wrote.Load() < warmLow && !cl.noWarm.Load() {
@@ -223,8 +230,9 @@ func (cl *commitLog) askWarm() {
 func (cl *commitLog) warmLoop(stop <-chan struct{}) { serveKicks(stop, cl.wantWarm, cl.warm) }
 
 // warm populates [tail, tail+warmAhead) of the tail's segment (the spare's first
-// pages were populated when it was made). Populating only reads pages in, so it
-// never races the writer's stores and never changes the file.
+// pages were populated when it was made), or zeroes it under zeroAhead. Populating
+// only reads pages in, so it never races the writer's stores and never changes the
+// file.
 func (cl *commitLog) warm() {
 	wrote := cl.wrote.Load()
 	seg := cl.segment(wrote)
@@ -234,15 +242,75 @@ func (cl *commitLog) warm() {
 	defer seg.Release()
 	from := max(cl.warmed.Load(), wrote)
 	end := min(wrote+warmAhead, seg.Start+int64(seg.Size()))
-	if from < end && cl.populate(seg, int(from-seg.Start), int(end-from)) {
+	switch {
+	case from >= end:
+	case cl.zeroAhead:
+		cl.zero(seg, end)
+	case cl.populate(seg, int(from-seg.Start), int(end-from)):
 		cl.warmed.Store(end)
 	}
+}
+
+// zeroChunk is how much zero writes under zeroMu at a time: a writer that claims
+// bytes not yet zeroed waits for at most one chunk.
+const zeroChunk = 128 << 10
+
+var zeroBytes = make([]byte, zeroChunk)
+
+// zero writes zeros through the file over seg's bytes past the tail up to end, and
+// syncs them. A segment is preallocated (mmapfile.Create), so its blocks are
+// unwritten extents until written: every fdatasync that covers the first write into
+// some of them also commits their conversion to the journal, which on ext4 doubles
+// a group commit's CPU and its time (docs/benchmarks.md). Zeroed and synced ahead of
+// the records, they are written extents, and a group commit only writes data.
+//
+// Invariant: zero never writes at or below a byte a writer wrote or is writing. It
+// writes only above warmed, the tail and zeroFloor, with zeroMu held; a writer about
+// to write past warmed first raises zeroFloor under zeroMu (claim).
+func (cl *commitLog) zero(seg *mmapfile.File, end int64) {
+	zeroed := false
+	for {
+		cl.zeroMu.Lock()
+		from := max(cl.warmed.Load(), cl.wrote.Load(), cl.zeroFloor)
+		if from >= end {
+			cl.zeroMu.Unlock()
+			break
+		}
+		n := min(end-from, zeroChunk)
+		err := seg.WriteAt(zeroBytes[:n], int(from-seg.Start))
+		if err == nil {
+			cl.warmed.Store(from + n)
+		}
+		cl.zeroMu.Unlock()
+		if err != nil {
+			return // only a head start: the records' own writes and syncs report errors
+		}
+		zeroed = true
+	}
+	if zeroed {
+		_ = seg.Sync() // likewise
+	}
+}
+
+// claim keeps zero from writing below end, the end of the bytes a writer is about to
+// write: at once when they are zeroed already (zero writes only above warmed), else
+// after the chunk zero may be writing. Writer only, with putMu held.
+func (cl *commitLog) claim(end int64) {
+	if !cl.zeroAhead || end <= cl.warmed.Load() {
+		return
+	}
+	cl.zeroMu.Lock()
+	cl.zeroFloor = max(cl.zeroFloor, end)
+	cl.zeroMu.Unlock()
 }
 
 // populate populates [pos, pos+n) of seg and says whether it did. It is only a
 // head start for the writer: on any failure the writer's stores fault as before.
 func (cl *commitLog) populate(seg *mmapfile.File, pos, n int) bool {
-	if cl.noWarm.Load() {
+	// Not under zeroAhead: records go in with pwrite there, and pages mapped into the
+	// broker make each fdatasync write-protect them again (64-thread sends lost a fifth
+	// of their rate).
+	if cl.noWarm.Load() || cl.zeroAhead {
 		return false
 	}
 	err := seg.Populate(pos, n)
@@ -280,6 +348,7 @@ func (cl *commitLog) reserve(size int) (*mmapfile.File, int, error) {
 	pos := int(wrote - seg.Start)
 	if pos+size+message.MinBlankLength > cl.segSize {
 		rest := cl.segSize - pos
+		cl.claim(seg.Start + int64(cl.segSize))
 		message.PutBlank(seg.Data[pos:], rest)
 		cl.wrote.Store(seg.Start + int64(cl.segSize)) // publish the blank
 		s, err := cl.newSegment(seg.Start + int64(cl.segSize))

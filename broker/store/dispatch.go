@@ -298,7 +298,7 @@ func (s *Store) tagsCode(v *message.RecordView, props []byte) int64 {
 	if len(tags) == 0 {
 		return 0
 	}
-	return int64(message.JavaStringHash(string(tags)))
+	return int64(message.JavaStringHash(tags))
 }
 
 // ScheduleTopic holds delayed messages, one queue per delay level.

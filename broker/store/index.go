@@ -112,9 +112,9 @@ func (s *indexService) build(v *message.RecordView, phy int64) error {
 			return nil
 		}
 	}
-	topic := string(v.Topic())
-	put := func(key string) error {
-		if key == "" {
+	topic := v.Topic()
+	put := func(key []byte) error {
+		if len(key) == 0 {
 			return nil
 		}
 		if x == nil || x.full() {
@@ -123,15 +123,15 @@ func (s *indexService) build(v *message.RecordView, phy int64) error {
 				return err
 			}
 		}
-		x.put(topic+"#"+key, phy, v.StoreTimestamp())
+		x.put(keyHash(topic, key), phy, v.StoreTimestamp())
 		return nil
 	}
 	if hasUniq {
-		if err := put(string(uniq)); err != nil {
+		if err := put(uniq); err != nil {
 			return err
 		}
 	}
-	for _, k := range message.SplitKeys(string(keys)) {
+	for k := range message.KeysSeq(keys) {
 		if err := put(k); err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func (s *indexService) query(topic, key string, max int, begin, end int64) []int
 		if h.indexCount <= 1 || h.endTs < begin || h.beginTs > addSat(end, 1000) {
 			continue
 		}
-		out = s.files[i].query(topic+"#"+key, begin, end, max, out)
+		out = s.files[i].query(keyHash(topic, key), begin, end, max, out)
 	}
 	return out
 }

@@ -57,9 +57,9 @@ func (x *indexFile) setHeader(h indexHeader) {
 	be.PutUint32(b[36:], uint32(h.indexCount))
 }
 
-// keyHash is RocketMQ's non-negative key hash.
-func keyHash(key string) int32 {
-	h := message.JavaStringHash(key)
+// keyHash is RocketMQ's non-negative hash of the index key "topic#key".
+func keyHash[T ~string | ~[]byte](topic, key T) int32 {
+	h := message.JavaHashAppend(message.JavaHashAppend(message.JavaStringHash(topic), "#"), key)
 	if h < 0 {
 		h = -h
 	}
@@ -94,9 +94,9 @@ func (x *indexFile) entry(n int32) indexEntry {
 
 func (x *indexFile) full() bool { return int(x.header().indexCount) >= x.entries }
 
-// put appends an entry for key and links it into its slot chain. The caller
-// checked full().
-func (x *indexFile) put(key string, phy, storeTs int64) {
+// put appends an entry for the key of hash (keyHash) and links it into its slot
+// chain. The caller checked full().
+func (x *indexFile) put(hash int32, phy, storeTs int64) {
 	h := x.header()
 	if h.indexCount < 1 {
 		h.indexCount = 1
@@ -104,7 +104,6 @@ func (x *indexFile) put(key string, phy, storeTs int64) {
 	if h.indexCount == 1 {
 		h.beginTs, h.beginPhy = storeTs, phy
 	}
-	hash := keyHash(key)
 	sp := x.slotPos(hash)
 	be := binary.BigEndian
 	prev := int32(be.Uint32(x.f.Data[sp:]))
@@ -129,11 +128,11 @@ func (x *indexFile) put(key string, phy, storeTs int64) {
 	x.dirty.Store(true)
 }
 
-// query walks key's chain newest first and appends to out the commitlog
-// offsets of entries stored within [begin, end] ms, up to max in total.
-func (x *indexFile) query(key string, begin, end int64, max int, out []int64) []int64 {
+// query walks the chain of the key of hash (keyHash) newest first and appends to
+// out the commitlog offsets of entries stored within [begin, end] ms, up to max in
+// total.
+func (x *indexFile) query(hash int32, begin, end int64, max int, out []int64) []int64 {
 	h := x.header()
-	hash := keyHash(key)
 	n := int32(binary.BigEndian.Uint32(x.f.Data[x.slotPos(hash):]))
 	for n > 0 && n < h.indexCount && len(out) < max {
 		e := x.entry(n)

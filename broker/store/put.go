@@ -225,6 +225,7 @@ func (s *Store) append(msgs []*message.Message, sizes []int, crcs []int32, total
 		p += sizes[i]
 	}
 	if viaFile {
+		s.cl.claim(seg.Start + int64(pos+total))
 		if err := seg.WriteAt(dst, pos); err != nil {
 			s.writeErr = fmt.Errorf("%w: %w", ErrWriteFailed, err)
 			return nil, s.writeErr

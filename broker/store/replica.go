@@ -188,6 +188,7 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 			}
 		}
 		pos := int(off - seg.Start)
+		s.cl.claim(off + int64(min(len(data), seg.Size()-pos)))
 		n := copy(seg.Data[pos:], data)
 		data = data[n:]
 		s.cl.wrote.Store(off + int64(n))

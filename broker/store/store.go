@@ -130,7 +130,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.FlushDiskType == SyncFlush {
 		s.gc = newGroupCommit(s)
-		s.cl.noWarm.Store(true)
+		s.cl.zeroAhead = true
 	}
 	s.start()
 	return s, nil

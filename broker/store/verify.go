@@ -514,11 +514,14 @@ func indexEntryProblem(cl *commitLog, n int32, ie indexEntry) string {
 	if err != nil {
 		return "" // a damaged record: the commitlog scan reports it
 	}
-	props, topic := v.Properties(), string(v.Topic())
+	props, topic := v.Properties(), v.Topic()
 	uniq, _ := message.LookupProperty(props, message.PropertyUniqClientMessageIDKey)
+	if len(uniq) > 0 && keyHash(topic, uniq) == ie.hash {
+		return ""
+	}
 	keys, _ := message.LookupProperty(props, message.PropertyKeys)
-	for _, k := range append(message.SplitKeys(string(keys)), string(uniq)) {
-		if k != "" && keyHash(topic+"#"+k) == ie.hash {
+	for k := range message.KeysSeq(keys) {
+		if keyHash(topic, k) == ie.hash {
 			return ""
 		}
 	}

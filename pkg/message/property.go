@@ -1,8 +1,10 @@
 package message
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 )
@@ -194,7 +196,15 @@ func LookupProperty[P string | []byte](props P, key string) (P, bool) {
 	return none, false
 }
 
-// SplitKeys splits a KEYS property value into its non-empty keys.
-func SplitKeys(keys string) []string {
-	return strings.Fields(keys)
+// KeysSeq yields the keys of a KEYS property value, the non-empty parts between its
+// KeySeparators, as Java's IndexService splits it (only on the space: a tab is part of
+// a key).
+func KeysSeq(keys []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for k := range bytes.SplitSeq(keys, []byte(KeySeparator)) {
+			if len(k) > 0 && !yield(k) {
+				return
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -56,15 +57,16 @@ func Encode(c *Command) ([]byte, error) {
 // appendFrameHead appends c's frame but its BodyParts to dst: the length field, which
 // counts them, the header and Body. On error dst comes back as it was.
 func appendFrameHead(dst []byte, c *Command) ([]byte, error) {
-	c.Fields() // the encoders read ExtFields
+	var buf [32]field
+	fields := c.sortedFields(buf[:0])
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0) // frame and header lengths, set below
 	var err error
 	switch c.Serialize {
 	case JSON:
-		dst = appendJSONHeader(dst, c)
+		dst = appendJSONHeader(dst, c, fields)
 	case Binary:
-		dst, err = appendBinaryHeader(dst, c)
+		dst, err = appendBinaryHeader(dst, c, fields)
 	default:
 		err = fmt.Errorf("%w: %d", ErrSerializeType, c.Serialize)
 	}
@@ -96,23 +98,28 @@ func putFrameBuf(bp *[]byte) {
 	frameBufs.Put(bp)
 }
 
-// headerSizeHint is about the size of c's header in either encoding.
-func headerSizeHint(c *Command) int {
-	n := 120 + len(c.Remark)
-	for k, v := range c.ExtFields {
-		n += len(k) + len(v) + 6
+// sortedFields returns c's fields in the order the encoders write them, sorted by name,
+// one per name (the last set), in buf when they fit: a command's bytes must not depend
+// on a map's iteration order (fixtures, caches).
+func (c *Command) sortedFields(buf []field) []field {
+	fields := buf[:0]
+	byName := func(a, b field) int { return strings.Compare(a.name, b.name) }
+	if c.fieldList == nil {
+		for k, v := range c.ExtFields {
+			fields = append(fields, field{k, v})
+		}
+		slices.SortFunc(fields, byName)
+		return fields
 	}
-	return n
-}
-
-// sortedKeys returns the keys of m in order, in buf when they fit.
-func sortedKeys(buf []string, m map[string]string) []string {
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
+	fields = append(fields, c.fieldList...)
+	slices.SortStableFunc(fields, byName) // a name's entries stay in the order they came
+	unique := fields[:0]
+	for i, f := range fields {
+		if i+1 == len(fields) || fields[i+1].name != f.name {
+			unique = append(unique, f)
+		}
 	}
-	slices.Sort(keys)
-	return keys
+	return unique
 }
 
 // ReadFrame reads one frame from r and returns what follows its length field. A length
@@ -207,25 +214,24 @@ type jsonHeader struct {
 
 // encodeJSONHeader returns the bytes json.Marshal writes for c's jsonHeader.
 func encodeJSONHeader(c *Command) ([]byte, error) {
-	return appendJSONHeader(make([]byte, 0, headerSizeHint(c)), c), nil
+	return appendJSONHeader(nil, c, c.sortedFields(nil)), nil
 }
 
 // appendJSONHeader appends the bytes json.Marshal writes for c's jsonHeader (keys in
-// field order, extFields sorted, strings escaped alike), several times faster.
-func appendJSONHeader(b []byte, c *Command) []byte {
-	var buf [32]string
-	keys := sortedKeys(buf[:], c.ExtFields)
+// field order, extFields sorted, strings escaped alike), several times faster. fields
+// are c's, from sortedFields.
+func appendJSONHeader(b []byte, c *Command, fields []field) []byte {
 	b = append(b, `{"code":`...)
 	b = strconv.AppendInt(b, int64(c.Code), 10)
-	if len(keys) > 0 {
+	if len(fields) > 0 {
 		b = append(b, `,"extFields":{`...)
-		for i, k := range keys {
+		for i, f := range fields {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = appendJSONString(b, f.name)
 			b = append(b, ':')
-			b = appendJSONString(b, c.ExtFields[k])
+			b = appendJSONString(b, f.value)
 		}
 		b = append(b, '}')
 	}
@@ -349,19 +355,19 @@ func decodeJSONHeaderStd(b []byte) (*Command, error) {
 // the key length as a signed short.
 const maxBinaryKeyLength = math.MaxInt16
 
-func appendBinaryHeader(b []byte, c *Command) ([]byte, error) {
+// appendBinaryHeader appends c's header in the binary layout; fields are c's, from
+// sortedFields.
+func appendBinaryHeader(b []byte, c *Command, fields []field) ([]byte, error) {
 	size := binaryHeaderMinSize + len(c.Remark)
-	for k, v := range c.ExtFields {
-		if len(k) > maxBinaryKeyLength {
-			return b, fmt.Errorf("%w: key of %d bytes", ErrFieldTooLong, len(k))
+	for _, f := range fields {
+		if len(f.name) > maxBinaryKeyLength {
+			return b, fmt.Errorf("%w: key of %d bytes", ErrFieldTooLong, len(f.name))
 		}
-		size += 2 + len(k) + 4 + len(v)
+		size += 2 + len(f.name) + 4 + len(f.value)
 	}
 	if size > maxHeaderLength {
 		return b, fmt.Errorf("%w: header of %d bytes", ErrHeaderTooLarge, size)
 	}
-	var buf [32]string
-	keys := sortedKeys(buf[:], c.ExtFields) // deterministic bytes, for fixtures and caches
 	b = slices.Grow(b, size)
 	b = binary.BigEndian.AppendUint16(b, uint16(c.Code))
 	b = append(b, byte(c.Language))
@@ -372,12 +378,11 @@ func appendBinaryHeader(b []byte, c *Command) ([]byte, error) {
 	b = append(b, c.Remark...)
 	extStart := len(b)
 	b = binary.BigEndian.AppendUint32(b, 0)
-	for _, k := range keys {
-		v := c.ExtFields[k]
-		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
-		b = append(b, k...)
-		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
-		b = append(b, v...)
+	for _, f := range fields {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(f.name)))
+		b = append(b, f.name...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f.value)))
+		b = append(b, f.value...)
 	}
 	binary.BigEndian.PutUint32(b[extStart:], uint32(len(b)-extStart-4))
 	return b, nil

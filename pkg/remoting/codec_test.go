@@ -361,6 +361,44 @@ func TestNewResponse(t *testing.T) {
 	}
 }
 
+// A response's fields are a list, not a map: SetField in any order, a name set twice
+// keeping its last value, encodes to the bytes of the same fields as ExtFields, in both
+// serializations, and reads back alike.
+func TestResponseFieldList(t *testing.T) {
+	for _, ser := range []SerializeType{JSON, Binary} {
+		req := NewRequest(SendMessageV2, nil, nil)
+		req.Serialize = ser
+		listed := req.NewResponse(Success, "")
+		listed.SetField("queueOffset", "9")
+		listed.SetField("msgId", "first")
+		listed.SetField("queueId", "3")
+		listed.SetField("msgId", "C0A8")
+		if listed.ExtFields != nil || listed.Field("msgId") != "C0A8" {
+			t.Fatalf("%v: response fields %v, msgId %q: want a list, msgId C0A8", ser, listed.ExtFields, listed.Field("msgId"))
+		}
+		mapped := req.NewResponse(Success, "")
+		mapped.ExtFields = map[string]string{"msgId": "C0A8", "queueId": "3", "queueOffset": "9"}
+		got, err := Encode(listed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Encode(mapped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%v: listed fields encode to\n%q\nmapped ones to\n%q", ser, got, want)
+		}
+		back, err := Decode(got[4:])
+		if err != nil || !maps.Equal(back.ExtFields, mapped.ExtFields) {
+			t.Errorf("%v: decoded %v, %v; want %v", ser, back, err, mapped.ExtFields)
+		}
+		if fields := listed.Fields(); !maps.Equal(fields, mapped.ExtFields) {
+			t.Errorf("%v: Fields() = %v, want %v", ser, fields, mapped.ExtFields)
+		}
+	}
+}
+
 // marshalJSONHeader is the reference for encodeJSONHeader: encoding/json's bytes.
 func marshalJSONHeader(c *Command) ([]byte, error) {
 	h := jsonHeader{

@@ -81,10 +81,11 @@ type Command struct {
 	Opaque   int32
 	Flag     int32
 	Remark   string
-	// ExtFields are the header's custom fields. A request whose code its server lists in
-	// ServerConfig.UnmappedFieldCodes arrives with ExtFields nil and its fields kept as
-	// they came, in unmapped: read them through Field, LookupField or a header decoder,
-	// which need no map, or Fields, which makes it.
+	// ExtFields are the header's custom fields, when they are a map. Two kinds of command
+	// keep them as a list instead, with ExtFields nil: a request whose code its server
+	// lists in ServerConfig.UnmappedFieldCodes (its fields as they came), and a response
+	// made by NewResponse (the fields SetField set). Read fields through Field,
+	// LookupField or a header decoder, which need no map, or Fields, which makes it.
 	ExtFields map[string]string
 	Body      []byte
 	// BodyParts follow Body in the frame's body. Unlike Body, which is copied when the
@@ -111,9 +112,10 @@ type Command struct {
 	// size is the length of the frame a command read from a connection came in (its
 	// body aliases it); 0 for one made here.
 	size int
-	// unmapped holds the extFields of a request decoded without ExtFields, in the order
-	// they came; nil otherwise, and never empty. Fields moves them into ExtFields.
-	unmapped []field
+	// fieldList holds the extFields of a command whose ExtFields is nil (see there), in
+	// the order they came or were set; nil otherwise, and never empty. Fields moves them
+	// into ExtFields.
+	fieldList []field
 }
 
 // field is one extFields entry.
@@ -144,7 +146,8 @@ func NewRequest(code int16, fields map[string]string, body []byte) *Command {
 }
 
 // NewResponse returns the response to c with the given code and remark. It carries c's
-// opaque and serialization, as clients expect.
+// opaque and serialization, as clients expect. Its fields are a list (see ExtFields):
+// most responses have a few, and a map for them cost a send more than its header did.
 func (c *Command) NewResponse(code int16, remark string) *Command {
 	return &Command{
 		Code:      code,
@@ -153,7 +156,6 @@ func (c *Command) NewResponse(code int16, remark string) *Command {
 		Opaque:    c.Opaque,
 		Flag:      flagResponse,
 		Remark:    remark,
-		ExtFields: map[string]string{},
 		Serialize: c.Serialize,
 	}
 }
@@ -192,45 +194,60 @@ func (c *Command) Field(name string) string {
 
 // LookupField returns the header field name and whether c has it.
 func (c *Command) LookupField(name string) (string, bool) {
-	if c.unmapped == nil {
+	if c.fieldList == nil {
 		v, ok := c.ExtFields[name]
 		return v, ok
 	}
 	// From the end: of a name sent twice the last counts, as in a map.
-	for i := len(c.unmapped) - 1; i >= 0; i-- {
-		if c.unmapped[i].name == name {
-			return c.unmapped[i].value, true
+	for i := len(c.fieldList) - 1; i >= 0; i-- {
+		if c.fieldList[i].name == name {
+			return c.fieldList[i].value, true
 		}
 	}
 	return "", false
 }
 
-// Fields returns ExtFields, made first from the fields of a request decoded without it.
+// Fields returns ExtFields, made first from c's field list if it keeps one.
 func (c *Command) Fields() map[string]string {
-	if c.unmapped != nil {
-		c.ExtFields, c.unmapped = c.fieldMap(), nil
+	if c.fieldList != nil {
+		c.ExtFields, c.fieldList = c.fieldMap(), nil
 	}
 	return c.ExtFields
 }
 
 // fieldMap returns c's fields as a map, leaving c as it is.
 func (c *Command) fieldMap() map[string]string {
-	if c.unmapped == nil {
+	if c.fieldList == nil {
 		return c.ExtFields
 	}
-	m := make(map[string]string, len(c.unmapped))
-	for _, f := range c.unmapped {
+	m := make(map[string]string, len(c.fieldList))
+	for _, f := range c.fieldList {
 		m[f.name] = f.value
 	}
 	return m
 }
 
-// SetField sets header field name.
+// SetField sets header field name: in the list of a command that keeps one, and of a
+// response without fields (see ExtFields), else in ExtFields.
 func (c *Command) SetField(name, value string) {
-	if c.Fields() == nil {
-		c.ExtFields = map[string]string{}
+	if c.ExtFields != nil || c.fieldList == nil && !c.IsResponse() {
+		if c.ExtFields == nil {
+			c.ExtFields = map[string]string{}
+		}
+		c.ExtFields[name] = value
+		return
 	}
-	c.ExtFields[name] = value
+	// Of a name listed twice the last counts.
+	for i := len(c.fieldList) - 1; i >= 0; i-- {
+		if c.fieldList[i].name == name {
+			c.fieldList[i].value = value
+			return
+		}
+	}
+	if c.fieldList == nil {
+		c.fieldList = make([]field, 0, 8) // a send's response has 5
+	}
+	c.fieldList = append(c.fieldList, field{name, value})
 }
 
 func (c *Command) String() string {

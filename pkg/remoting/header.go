@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // A custom header is a struct whose fields map to extFields by their `rmq` tag:
@@ -87,6 +88,9 @@ type headerLayout struct {
 	fields []headerField
 	// slot maps each name a field is sent under to 2*its index in fields, +1 for an alias.
 	slot map[string]int
+	// letterSlot is slot+1 for the one-letter names (SEND_MESSAGE_V2's), 0 for none:
+	// looked up without hashing, for every field of every send.
+	letterSlot [utf8.RuneSelf]int
 }
 
 func newHeaderLayout(fields []headerField) *headerLayout {
@@ -97,7 +101,22 @@ func newHeaderLayout(fields []headerField) *headerLayout {
 			l.slot[f.alias] = 2*i + 1
 		}
 	}
+	for name, s := range l.slot {
+		if len(name) == 1 && name[0] < utf8.RuneSelf {
+			l.letterSlot[name[0]] = s + 1
+		}
+	}
 	return l
+}
+
+// slotOf returns slot[name].
+func (l *headerLayout) slotOf(name string) (int, bool) {
+	if len(name) == 1 && name[0] < utf8.RuneSelf {
+		s := l.letterSlot[name[0]]
+		return s - 1, s > 0
+	}
+	s, ok := l.slot[name]
+	return s, ok
 }
 
 // headerField is a struct field that carries an extField.
@@ -139,7 +158,7 @@ func (l *headerLayout) decode(c *Command, v reflect.Value) error {
 
 // gather fills raw, one entry per field, from c's extFields.
 func (l *headerLayout) gather(c *Command, raw []rawField) []rawField {
-	if c.unmapped == nil {
+	if c.fieldList == nil {
 		for i, f := range l.fields {
 			if f.alias != "" {
 				if text, ok := c.ExtFields[f.alias]; ok {
@@ -155,8 +174,8 @@ func (l *headerLayout) gather(c *Command, raw []rawField) []rawField {
 	}
 	// One pass over the fields as they came: of a name sent twice the last counts, as
 	// in a map.
-	for _, u := range c.unmapped {
-		s, ok := l.slot[u.name]
+	for _, u := range c.fieldList {
+		s, ok := l.slotOf(u.name)
 		if !ok {
 			continue
 		}

@@ -98,7 +98,7 @@ func TestRenamedHeader(t *testing.T) {
 		{{"b", "0"}, {"queueId", "2"}, {"consumerGroup", "g"}, {"b", "1"}},
 	} {
 		h = pullHeader{}
-		if err := dec.Decode(&Command{unmapped: fs}, &h); err != nil || h.ConsumerGroup != "g" || h.QueueID != 1 {
+		if err := dec.Decode(&Command{fieldList: fs}, &h); err != nil || h.ConsumerGroup != "g" || h.QueueID != 1 {
 			t.Fatalf("Decode of unmapped %v = %+v, %v", fs, h, err)
 		}
 	}

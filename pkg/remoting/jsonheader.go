@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeJSONHeaderFast decodes the headers clients actually send (the fields of a
@@ -82,7 +83,7 @@ func decodeJSONHeaderFast(b []byte, unmappedCodes []int16) (*Command, bool) {
 				case s.peek() == 'n':
 					ok = s.null()
 				case seen&codeBit != 0 && slices.Contains(unmappedCodes, c.Code):
-					c.unmapped, ok = s.fields()
+					c.fieldList, ok = s.fields()
 				default:
 					c.ExtFields, ok = s.stringMap()
 				}
@@ -113,7 +114,7 @@ func decodeJSONHeaderFast(b []byte, unmappedCodes []int16) (*Command, bool) {
 	if s.i != len(s.b) {
 		return nil, false
 	}
-	if c.ExtFields == nil && c.unmapped == nil {
+	if c.ExtFields == nil && c.fieldList == nil {
 		c.ExtFields = map[string]string{}
 	}
 	return c, true
@@ -130,6 +131,9 @@ type jsonScanner struct {
 }
 
 func (s *jsonScanner) skipSpace() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return // the common case: clients write no white space
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -196,28 +200,50 @@ func (s *jsonScanner) str() (string, bool) {
 	}
 	s.i++
 	start := s.i
+	var high byte // the OR of the bytes: under utf8.RuneSelf, all ASCII and valid
 	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			raw := s.b[start:s.i]
+		c := s.b[s.i]
+		if !jsonSpecial[c] {
+			high |= c
 			s.i++
-			if !utf8.Valid(raw) {
+			continue
+		}
+		switch c {
+		case '"':
+			s.i++
+			if high >= utf8.RuneSelf && !utf8.Valid(s.b[start:s.i-1]) {
 				return "", false
 			}
 			return s.src[start : s.i-1], true
-		case c == '\\':
+		case '\\':
 			return s.unescape(start)
-		case c < 0x20:
-			return "", false
 		}
-		s.i++
+		return "", false // a control byte
 	}
 	return "", false
 }
 
+// jsonSpecial marks the bytes that end a run of a JSON string's plain text: the quote,
+// the backslash and the control bytes, which must be escaped.
+var jsonSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // unescape continues str at its first backslash.
 func (s *jsonScanner) unescape(start int) (string, bool) {
-	buf := make([]byte, 0, 2*(s.i-start)+16)
+	// The raw text up to the closing quote bounds the unescaped length: one allocation.
+	end := s.i
+	for end < len(s.b) && s.b[end] != '"' {
+		if s.b[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	buf := make([]byte, 0, min(end, len(s.b))-start)
 	buf = append(buf, s.b[start:s.i]...)
 	for s.i < len(s.b) {
 		c := s.b[s.i]
@@ -228,12 +254,16 @@ func (s *jsonScanner) unescape(start int) (string, bool) {
 			if !utf8.Valid(buf) {
 				return "", false
 			}
-			return string(buf), true
+			// buf is this string's alone and never written again: no copy.
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), true
 		case c < 0x20:
 			return "", false
 		case c != '\\':
-			buf = append(buf, c)
-			s.i++
+			run := s.i
+			for s.i < len(s.b) && !jsonSpecial[s.b[s.i]] {
+				s.i++
+			}
+			buf = append(buf, s.b[run:s.i]...)
 			continue
 		}
 		if s.i+1 >= len(s.b) {

@@ -39,7 +39,7 @@ type Pool struct {
 	turns        fifo[*line] // the lines with requests, in the order they are served
 	waiting      int         // requests in lines
 	waitingBytes int64       // their sizes added up
-	idle         int         // workers waiting for a request and not yet woken
+	idle         int         // workers waiting for a request (or yet to look for one) and not yet woken
 	spare        []*line     // drained lines kept for reuse, to spare an allocation per request
 	stopped      bool
 	wg           sync.WaitGroup
@@ -69,6 +69,10 @@ func newPool(name string, workers, queue int, maxBytes int64) *Pool {
 	p := &Pool{name: name, limit: max(queue, 0), maxBytes: max(maxBytes, 0), now: monoNow, lines: make(map[*Conn]*line)}
 	p.work.L = &p.mu
 	workers = max(workers, 1)
+	// Idle from the start: a request that comes before a worker first waits is queued
+	// for it, as for one waiting, not refused by a pool of queue 0 (submit's wake-up
+	// is lost then, but a worker looks for work before it waits).
+	p.idle = workers
 	p.wg.Add(workers)
 	for range workers {
 		go p.serve()
@@ -101,6 +105,7 @@ func (p *Pool) HeadWait() time.Duration {
 func (p *Pool) serve() {
 	defer p.wg.Done()
 	p.mu.Lock()
+	counted := true // in idle since newPool, which counts a worker before it runs
 	for {
 		t, ok := p.nextLocked()
 		if !ok {
@@ -108,10 +113,14 @@ func (p *Pool) serve() {
 				p.mu.Unlock()
 				return
 			}
-			p.idle++
+			if !counted {
+				p.idle++
+			}
+			counted = false // whoever wakes it takes it out of idle
 			p.work.Wait()
 			continue
 		}
+		counted = false
 		p.mu.Unlock()
 		t("")
 		p.mu.Lock()

@@ -179,6 +179,20 @@ func TestPoolTurnsAndStop(t *testing.T) {
 	}
 }
 
+// A pool of queue 0 serves a request that comes before its worker first waited, as one
+// that finds it waiting: a new pool's workers are idle from the start.
+func TestPoolOfQueueZeroTakesARequestAtOnce(t *testing.T) {
+	for range 20 { // the worker seldom runs before the first submit: each pool is a try
+		p := newPool("test", 1, 0, 0)
+		refusal := make(chan string, 1)
+		p.submit(&Conn{}, 0, func(r string) { refusal <- r })
+		if r := <-refusal; r != "" {
+			t.Fatalf("the first request to a new pool of queue 0 was refused: %s", r)
+		}
+		p.stop()
+	}
+}
+
 // stuckPool is a pool of one worker, busy until hold is closed, on the clock returned
 // (monotonic nanoseconds, 0 at the start).
 func stuckPool() (p *Pool, clock *atomic.Int64, hold chan struct{}) {
