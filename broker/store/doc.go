@@ -95,6 +95,10 @@
 //   - flushed <= wrote; under SYNC_FLUSH an append is acknowledged PUT_OK
 //     only when flushed covers it (group commit: one fdatasync for all
 //     appenders waiting at that moment).
+//   - Nothing but the writer writes at or below the tail: under SYNC_FLUSH the
+//     bytes past it are zeroed ahead of the writer (commitLog.zero: written
+//     extents make a group commit's fdatasync cheaper), only above what a
+//     writer claimed (commitLog.claim).
 //   - A mapped file is unmapped only when its reference count drops to
 //     zero; readers hold a reference for as long as they use slices of it,
 //     and retention skips files that are held.
