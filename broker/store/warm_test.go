@@ -82,13 +82,8 @@ func TestZeroAheadUnderSyncFlush(t *testing.T) {
 	tail := s.cl.wrote.Load()
 	segEnd := tail - tail%int64(cfg.MappedFileSizeCommitLog) + int64(cfg.MappedFileSizeCommitLog)
 	s.cl.askWarm()
+	waitZeroed(t, s, segEnd)
 	deadline := time.Now().Add(10 * time.Second)
-	for s.cl.warmed.Load() != segEnd {
-		if time.Now().After(deadline) {
-			t.Fatalf("zeroed up to %d after 10s, want the tail's segment's end %d (tail %d)", s.cl.warmed.Load(), segEnd, tail)
-		}
-		time.Sleep(time.Millisecond)
-	}
 	path := filepath.Join(cfg.commitLogDir(), mmapfile.Name(segEnd-int64(cfg.MappedFileSizeCommitLog)))
 	for {
 		unwritten, err := unwrittenBytes(path)
@@ -141,13 +136,7 @@ func TestZeroSparesClaimedBytes(t *testing.T) {
 	seg := s.cl.segment(tail)
 	defer seg.Release()
 	segEnd := seg.Start + int64(seg.Size())
-	deadline := time.Now().Add(10 * time.Second)
-	for s.cl.warmed.Load() != segEnd { // the pass the put asked for is over
-		if time.Now().After(deadline) {
-			t.Fatalf("zeroed up to %d after 10s, want %d", s.cl.warmed.Load(), segEnd)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitZeroed(t, s, segEnd) // the pass the put asked for is over
 
 	s.putMu.Lock() // a writer, past the zeroed bytes (as after a roll)
 	s.cl.warmed.Store(tail)
@@ -165,6 +154,18 @@ func TestZeroSparesClaimedBytes(t *testing.T) {
 	}
 	if !bytes.Equal(got[len(record):], make([]byte, len(got)-len(record))) || s.cl.warmed.Load() != segEnd {
 		t.Fatalf("past the claim: not all zero, or zeroed up to %d (want %d)", s.cl.warmed.Load(), segEnd)
+	}
+}
+
+// waitZeroed waits until the store has zeroed (or warmed) up to want.
+func waitZeroed(t *testing.T, s *Store, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.cl.warmed.Load() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("zeroed up to %d after 10s, want %d (tail %d)", s.cl.warmed.Load(), want, s.cl.wrote.Load())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -187,9 +188,9 @@ func unwrittenBytes(path string) (int64, error) {
 		maxBytes        = ^uint64(0)
 	)
 	var unwritten int64
+	buf := make([]byte, headerSize+extentSize*extentsPerCall)
+	le := binary.LittleEndian
 	for start := uint64(0); ; {
-		buf := make([]byte, headerSize+extentSize*extentsPerCall)
-		le := binary.LittleEndian
 		le.PutUint64(buf[0:], start)
 		le.PutUint64(buf[8:], maxBytes-start)
 		le.PutUint32(buf[16:], fiemapFlagSync)
