@@ -194,6 +194,8 @@ func New(cfg *config.Config, opts Options) (*Broker, error) {
 	// Sends and pulls read their headers through decoders only (the ACL check makes the
 	// map when it is on): no ExtFields map per request.
 	rc.UnmappedFieldCodes = []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage, remoting.PullMessage}
+	// handleSend copies a send's body into the commitlog before it returns.
+	rc.ReusedFrameCodes = []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage}
 	b.server = remoting.NewServer(rc)
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: log, TLS: b.tlsClient.Config()})
 	b.setupHA(cfg, b.store)

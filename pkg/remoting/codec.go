@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,25 +126,43 @@ func (c *Command) sortedFields(buf []field) []field {
 // ReadFrame reads one frame from r and returns what follows its length field. A length
 // above maxSize fails with ErrFrameTooLarge before anything is allocated for it.
 func ReadFrame(r *bufio.Reader, maxSize int) ([]byte, error) {
+	frame, _, err := readFrame(r, maxSize, false)
+	return frame, err
+}
+
+// readFrame is ReadFrame that, with reuse, reads a frame of up to maxReusedFrame bytes
+// into a buffer of reusedFrames, which it returns too; nil for a larger frame.
+func readFrame(r *bufio.Reader, maxSize int, reuse bool) (frame []byte, buf *[]byte, err error) {
 	// Peek, not ReadFull into an array: that array would escape, one allocation a frame.
 	lenBuf, err := r.Peek(lengthFieldSize)
 	if err != nil {
 		if len(lenBuf) > 0 && errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	n := binary.BigEndian.Uint32(lenBuf)
 	r.Discard(lengthFieldSize)
 	if uint64(n) > uint64(maxSize) {
-		return nil, fmt.Errorf("%w: %d > %d bytes", ErrFrameTooLarge, n, maxSize)
+		return nil, nil, fmt.Errorf("%w: %d > %d bytes", ErrFrameTooLarge, n, maxSize)
 	}
 	if n < headerLenFieldSize {
-		return nil, fmt.Errorf("%w: length %d", ErrFrameTooShort, n)
+		return nil, nil, fmt.Errorf("%w: length %d", ErrFrameTooShort, n)
+	}
+	if reuse && n <= maxReusedFrame {
+		buf = getReusedFrame(int(n))
+		if _, err := io.ReadFull(r, *buf); err != nil {
+			putReusedFrame(buf)
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, nil, err
+		}
+		return *buf, buf, nil
 	}
 	// Memory follows the bytes that arrive, not the length a peer announces: a peer
 	// that claims 16 MiB and sends nothing costs one chunk, not 16 MiB.
-	frame := make([]byte, 0, min(int(n), frameReadChunk))
+	frame = make([]byte, 0, min(int(n), frameReadChunk))
 	for len(frame) < int(n) {
 		step := min(int(n)-len(frame), frameReadChunk)
 		frame = slices.Grow(frame, step)
@@ -151,11 +170,47 @@ func ReadFrame(r *bufio.Reader, maxSize int) ([]byte, error) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		frame = frame[:len(frame)+step]
 	}
-	return frame, nil
+	return frame, nil, nil
+}
+
+// Request frames of the codes a server names in ServerConfig.ReusedFrameCodes are read
+// into buffers taken from reusedFrames, by size class, and given back once the request
+// is answered: a send's frame was the most the broker allocated per message. Frames of
+// other requests leave theirs to the garbage collector, a class at most twice their
+// size.
+const (
+	minReusedFrame = 512
+	maxReusedFrame = 64 << 10 // frameReadChunk: what one read of a frame costs anyway
+)
+
+var reusedFrames [8]sync.Pool // class i: buffers of minReusedFrame<<i bytes
+
+// frameClass is the class of a frame of n bytes, n <= maxReusedFrame.
+func frameClass(n int) int {
+	if n <= minReusedFrame {
+		return 0
+	}
+	return bits.Len(uint(n-1)) - bits.Len(minReusedFrame-1)
+}
+
+// getReusedFrame returns a buffer of length n from its class.
+func getReusedFrame(n int) *[]byte {
+	class := frameClass(n)
+	bp, _ := reusedFrames[class].Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, minReusedFrame<<class)
+		bp = &b
+	}
+	*bp = (*bp)[:n]
+	return bp
+}
+
+func putReusedFrame(bp *[]byte) {
+	reusedFrames[frameClass(cap(*bp))].Put(bp)
 }
 
 // Decode parses a frame without its length field, as ReadFrame returns it. The body

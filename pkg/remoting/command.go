@@ -116,6 +116,20 @@ type Command struct {
 	// the order they came or were set; nil otherwise, and never empty. Fields moves them
 	// into ExtFields.
 	fieldList []field
+	// frame is the reused buffer the request's frame was read into (its Body aliases
+	// it), given back by releaseFrame once the request is answered; nil for the others.
+	frame *[]byte
+}
+
+// releaseFrame gives back the buffer of a request read into one (ReusedFrameCodes):
+// its handler has returned, and from then on nothing reads its Body, which is cleared.
+func (c *Command) releaseFrame() {
+	if c.frame == nil {
+		return
+	}
+	c.Body = nil
+	putReusedFrame(c.frame)
+	c.frame = nil
 }
 
 // field is one extFields entry.

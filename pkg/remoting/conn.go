@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,9 @@ type connConfig struct {
 	// unmappedCodes are the request codes whose extFields are left unmapped (a server's
 	// ServerConfig.UnmappedFieldCodes).
 	unmappedCodes []int16
+	// reusedFrameCodes are the request codes whose frames are read into reused buffers
+	// (ServerConfig.ReusedFrameCodes).
+	reusedFrameCodes []int16
 }
 
 // dialedConnConfig is the configuration of a connection this side opened: its peer is
@@ -216,7 +220,7 @@ func (c *Conn) readLoop() {
 	r := bufio.NewReaderSize(d, 64<<10)
 	for {
 		d.nextFrame(r.Buffered())
-		frame, err := ReadFrame(r, c.cfg.maxFrame)
+		frame, buf, err := readFrame(r, c.cfg.maxFrame, c.cfg.reusedFrameCodes != nil)
 		if err != nil {
 			c.closeOnReadError(err)
 			return
@@ -227,6 +231,9 @@ func (c *Conn) readLoop() {
 			return
 		}
 		cmd.size = len(frame)
+		if buf != nil && !cmd.IsResponse() && slices.Contains(c.cfg.reusedFrameCodes, cmd.Code) {
+			cmd.frame = buf // given back once answered; any other frame's buffer is garbage
+		}
 		if cmd.IsResponse() {
 			c.deliver(cmd)
 			continue

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -169,5 +170,24 @@ func TestEncodeHeaderPanicNamesTheField(t *testing.T) {
 			}()
 			EncodeHeader(tc.src)
 		})
+	}
+}
+
+// parseInt's fast path agrees with strconv.ParseInt of the trimmed text on every input,
+// at every width: bounds, signs, white space, leading zeros and plus signs included.
+func TestParseIntAgreesWithStrconv(t *testing.T) {
+	inputs := []string{"0", "-0", "7", "-7", "127", "128", "-128", "-129", "32767", "32768", "-32769",
+		"2147483647", "2147483648", "-2147483648", "-2147483649", "1700000000123",
+		"999999999999999999", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"0012", "+5", " 42 ", "\t-3", "", "-", "1e3", "12a", "٣", "1_000"}
+	for _, in := range inputs {
+		for _, bits := range []int{8, 16, 32, 64} {
+			want, wantErr := strconv.ParseInt(strings.TrimSpace(in), 10, bits)
+			got, err := parseInt(in, bits)
+			gotBytes, errBytes := parseInt([]byte(in), bits)
+			if got != want || (err == nil) != (wantErr == nil) || gotBytes != got || (errBytes == nil) != (err == nil) {
+				t.Errorf("parseInt(%q, %d) = %d, %v (bytes: %d, %v); strconv: %d, %v", in, bits, got, err, gotBytes, errBytes, want, wantErr)
+			}
+		}
 	}
 }

@@ -3,7 +3,6 @@ package remoting
 import (
 	"bytes"
 	"slices"
-	"strconv"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -188,7 +187,7 @@ func (s *jsonScanner) int(bits int) (int64, bool) {
 	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, bits)
+	n, err := parseInt(s.b[start:s.i], bits)
 	return n, err == nil
 }
 

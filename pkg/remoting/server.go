@@ -76,6 +76,11 @@ type ServerConfig struct {
 	// arrive without an ExtFields map (see Command.ExtFields), which for a send cost about
 	// as much as decoding the rest of its header.
 	UnmappedFieldCodes []int16
+	// ReusedFrameCodes are request codes whose handlers keep nothing of the request's
+	// Body once they return (they may answer later, from the header): their frames are
+	// read into buffers the server reuses once it has answered or handed the answer
+	// off, sparing the garbage collector a frame per request (a send's is its message).
+	ReusedFrameCodes []int16
 
 	// TLS, when set, is how every listener of the server speaks TLS (tls.server.mode):
 	// nil serves plain text only and reads a ClientHello as a malformed frame. With TLS
@@ -312,19 +317,20 @@ func (s *Server) serveConn(nc net.Conn) {
 		tc.SetNoDelay(true)
 	}
 	c := newConn(nc, connConfig{
-		maxFrame:       s.cfg.MaxFrameSize,
-		idleTimeout:    max(s.cfg.IdleTimeout, 0),
-		frameTimeout:   max(s.cfg.FrameTimeout, 0),
-		maxQueued:      s.cfg.MaxQueuedBytesPerConnection,
-		closeSlow:      true,
-		maxQueuedTotal: s.cfg.MaxQueuedBytesTotal,
-		log:            s.log,
-		events:         s.events,
-		counts:         &s.counts,
-		tls:            s.cfg.TLS,
-		tlsConfig:      s.tlsCfg,
-		tlsCounters:    &s.tlsCount,
-		unmappedCodes:  s.cfg.UnmappedFieldCodes,
+		maxFrame:         s.cfg.MaxFrameSize,
+		idleTimeout:      max(s.cfg.IdleTimeout, 0),
+		frameTimeout:     max(s.cfg.FrameTimeout, 0),
+		maxQueued:        s.cfg.MaxQueuedBytesPerConnection,
+		closeSlow:        true,
+		maxQueuedTotal:   s.cfg.MaxQueuedBytesTotal,
+		log:              s.log,
+		events:           s.events,
+		counts:           &s.counts,
+		tls:              s.cfg.TLS,
+		tlsConfig:        s.tlsCfg,
+		tlsCounters:      &s.tlsCount,
+		unmappedCodes:    s.cfg.UnmappedFieldCodes,
+		reusedFrameCodes: s.cfg.ReusedFrameCodes,
 	}, s.dispatch)
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -393,9 +399,10 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 		defer s.inflight.Done()
 		if refusal != "" {
 			s.reply(c, req, req.NewResponse(SystemBusy, refusal))
-			return
+		} else {
+			s.reply(c, req, s.serve(r.handler, c, req))
 		}
-		s.reply(c, req, s.serve(r.handler, c, req))
+		req.releaseFrame()
 	})
 }
 

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -607,5 +610,96 @@ func TestUnmappedFieldCodes(t *testing.T) {
 	raw.mustRead()
 	if s := <-got; s.mapped || s.topic != "last" || s.header.Topic != "last" || s.fieldsSize != 8 {
 		t.Errorf("a repeated name: handler read %+v", s)
+	}
+}
+
+// Requests of the codes in ReusedFrameCodes are read into reused buffers, of their
+// frame's size class, and nothing else is: four connections pipeline requests whose
+// bodies, of sizes across the classes and past the largest, each handler checks byte by
+// byte against the pattern its header names, while the buffers go round (the race
+// detector sees a buffer reused under a running handler).
+func TestReusedFrames(t *testing.T) {
+	type seen struct {
+		code   int16
+		size   int // the frame's
+		reused bool
+		class  int
+		bodyOK bool
+	}
+	got := make(chan seen, 64)
+	check := HandlerFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+		s := seen{code: req.Code, size: req.size, reused: req.frame != nil}
+		if s.reused {
+			s.class = frameClass(cap(*req.frame))
+		}
+		seed, _ := strconv.Atoi(req.Field("seed"))
+		s.bodyOK = bytes.Equal(req.Body, patternBody(seed, len(req.Body)))
+		got <- s
+		return req.NewResponse(Success, "")
+	})
+	srv := startServer(t, ServerConfig{ReusedFrameCodes: []int16{SendMessage}}, func(s *Server) {
+		s.Handle(SendMessage, check, s.NewPool("send", 2, 1000))
+		s.Handle(PullMessage, check, nil)
+	})
+	sizes := []int{0, 100, 600, 1500, 4000, 40 << 10, maxReusedFrame - 200, maxReusedFrame + 1000}
+	const conns, rounds = 4, 40
+	var wg sync.WaitGroup
+	for i := range conns {
+		raw := dialRaw(t, srv.addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				seed := i*rounds + r
+				code := SendMessage
+				if r%5 == 4 {
+					code = PullMessage
+				}
+				size := sizes[seed%len(sizes)]
+				raw.send(NewRequest(code, map[string]string{"seed": strconv.Itoa(seed)}, patternBody(seed, size)))
+			}
+			for range rounds {
+				if resp, err := raw.read(); err != nil || resp.Code != Success {
+					t.Errorf("answered %v, %v", resp, err)
+					return
+				}
+			}
+		}()
+	}
+	var reused int
+	for range conns * rounds {
+		s := <-got
+		if !s.bodyOK {
+			t.Fatalf("a handler of code %d read a body other than the one sent", s.code)
+		}
+		want := s.code == SendMessage && s.size <= maxReusedFrame
+		if s.reused != want || s.reused && s.class != frameClass(s.size) {
+			t.Errorf("a frame of %d bytes, code %d: reused %v (class %d), want %v", s.size, s.code, s.reused, s.class, want)
+		}
+		if s.reused {
+			reused++
+		}
+	}
+	wg.Wait()
+	if reused == 0 {
+		t.Error("no frame was read into a reused buffer")
+	}
+}
+
+func patternBody(seed, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(seed*31 + i*7)
+	}
+	return b
+}
+
+func TestFrameClass(t *testing.T) {
+	for _, tc := range []struct{ n, class int }{
+		{1, 0}, {minReusedFrame, 0}, {minReusedFrame + 1, 1}, {1024, 1}, {1500, 2}, {maxReusedFrame, 7},
+	} {
+		if got := frameClass(tc.n); got != tc.class || minReusedFrame<<got < tc.n {
+			t.Errorf("frameClass(%d) = %d, want %d", tc.n, got, tc.class)
+		}
 	}
 }
