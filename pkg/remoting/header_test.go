@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -188,6 +189,32 @@ func TestParseIntAgreesWithStrconv(t *testing.T) {
 			if got != want || (err == nil) != (wantErr == nil) || gotBytes != got || (errBytes == nil) != (err == nil) {
 				t.Errorf("parseInt(%q, %d) = %d, %v (bytes: %d, %v); strconv: %d, %v", in, bits, got, err, gotBytes, errBytes, want, wantErr)
 			}
+		}
+	}
+}
+
+// plainRun stops where a byte-by-byte scan for a quote, a backslash, a control or a
+// non-ASCII byte does, give or take the last eight bytes it leaves to its callers.
+func TestPlainRunAgreesWithByteScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("azAZ09 ~!#\"\\\x00\x1f\x7f\x80\xff{}:,")
+	for range 20000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			if rng.IntN(6) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[i] = byte('a' + rng.IntN(26))
+			}
+		}
+		from := rng.IntN(len(b) + 1)
+		want := from
+		for want < len(b) && b[want] >= 0x20 && b[want] < 0x80 && b[want] != '"' && b[want] != '\\' {
+			want++
+		}
+		got := plainRun(b, from)
+		if got > want || want-got >= 8 && got+8 <= len(b) {
+			t.Fatalf("plainRun(%q, %d) = %d, the plain run ends at %d", b, from, got, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"unicode/utf8"
 	"unsafe"
@@ -197,29 +198,53 @@ func (s *jsonScanner) str() (string, bool) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return "", false
 	}
-	s.i++
-	start := s.i
-	var high byte // the OR of the bytes: under utf8.RuneSelf, all ASCII and valid
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	start := s.i + 1
+	b, i := s.b, plainRun(s.b, start)
+	var high byte // the OR of the bytes past the run: under utf8.RuneSelf, all ASCII and valid
+	for i < len(b) {
+		c := b[i]
 		if !jsonSpecial[c] {
 			high |= c
-			s.i++
+			i++
 			continue
 		}
+		s.i = i
 		switch c {
 		case '"':
 			s.i++
-			if high >= utf8.RuneSelf && !utf8.Valid(s.b[start:s.i-1]) {
+			if high >= utf8.RuneSelf && !utf8.Valid(b[start:i]) {
 				return "", false
 			}
-			return s.src[start : s.i-1], true
+			return s.src[start:i], true
 		case '\\':
 			return s.unescape(start)
 		}
 		return "", false // a control byte
 	}
 	return "", false
+}
+
+// plainRun returns the end of the run of plain ASCII text (no quote, backslash, control
+// or non-ASCII byte) from b[i], read eight bytes at a time; it stops short of a last
+// eight it cannot read whole, which the callers' byte loops read.
+func plainRun(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		if w&highs != 0 {
+			break
+		}
+		// With every byte under 0x80, x - n*ones borrows into a byte's top bit exactly
+		// where that byte of x is under n: a control byte, or a zero the XOR with
+		// quotes or backslashes left where one was.
+		control := w - 0x20*ones
+		quote := (w ^ '"'*ones) - ones
+		backslash := (w ^ '\\'*ones) - ones
+		if (control|quote|backslash)&highs != 0 {
+			break
+		}
+	}
+	return i
 }
 
 // jsonSpecial marks the bytes that end a run of a JSON string's plain text: the quote,
@@ -258,11 +283,12 @@ func (s *jsonScanner) unescape(start int) (string, bool) {
 		case c < 0x20:
 			return "", false
 		case c != '\\':
-			run := s.i
-			for s.i < len(s.b) && !jsonSpecial[s.b[s.i]] {
-				s.i++
+			run, i := s.i, plainRun(s.b, s.i)
+			for i < len(s.b) && !jsonSpecial[s.b[i]] {
+				i++
 			}
-			buf = append(buf, s.b[run:s.i]...)
+			s.i = i
+			buf = append(buf, s.b[run:i]...)
 			continue
 		}
 		if s.i+1 >= len(s.b) {
