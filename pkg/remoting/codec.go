@@ -151,11 +151,8 @@ func readFrame(r *bufio.Reader, maxSize int, reuse bool) (frame []byte, buf *[]b
 	}
 	if reuse && n <= maxReusedFrame {
 		buf = getReusedFrame(int(n))
-		if _, err := io.ReadFull(r, *buf); err != nil {
+		if err := readFull(r, *buf); err != nil {
 			putReusedFrame(buf)
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
 			return nil, nil, err
 		}
 		return *buf, buf, nil
@@ -166,15 +163,22 @@ func readFrame(r *bufio.Reader, maxSize int, reuse bool) (frame []byte, buf *[]b
 	for len(frame) < int(n) {
 		step := min(int(n)-len(frame), frameReadChunk)
 		frame = slices.Grow(frame, step)
-		if _, err := io.ReadFull(r, frame[len(frame):len(frame)+step]); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
+		if err := readFull(r, frame[len(frame):len(frame)+step]); err != nil {
 			return nil, nil, err
 		}
 		frame = frame[:len(frame)+step]
 	}
 	return frame, nil, nil
+}
+
+// readFull is io.ReadFull of a frame's bytes: past its length field, even none read is
+// a frame cut short.
+func readFull(r io.Reader, p []byte) error {
+	_, err := io.ReadFull(r, p)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // Request frames of the codes a server names in ServerConfig.ReusedFrameCodes are read

@@ -231,12 +231,12 @@ func (c *Conn) readLoop() {
 			return
 		}
 		cmd.size = len(frame)
-		if buf != nil && !cmd.IsResponse() && slices.Contains(c.cfg.reusedFrameCodes, cmd.Code) {
-			cmd.frame = buf // given back once answered; any other frame's buffer is garbage
-		}
 		if cmd.IsResponse() {
 			c.deliver(cmd)
 			continue
+		}
+		if buf != nil && slices.Contains(c.cfg.reusedFrameCodes, cmd.Code) {
+			cmd.frame = buf // given back once answered; any other frame's buffer is garbage
 		}
 		c.dispatch(c, cmd)
 	}
